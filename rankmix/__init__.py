@@ -1,0 +1,9 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""rankmix: Dirichlet-process mixtures of rankings and vectors, fitted by MCMC."""
+
+from . import mallows
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["mallows", "__version__"]

@@ -1,0 +1,52 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Declarations of the ranking kernels, for other compiled modules (the samplers)."""
+
+from numpy.random cimport bitgen_t
+
+ctypedef Py_ssize_t intp_t
+
+
+cdef double log_psi(intp_t m, double theta) noexcept nogil
+
+cdef intp_t row_length(const intp_t* row, intp_t t_max) noexcept nogil
+
+cdef void codes_one(
+    const intp_t* x, intp_t t, const intp_t* position, intp_t* out
+) noexcept nogil
+
+cdef void weighted_statistics(
+    intp_t n_ranked, intp_t n_stages, const double* counts,
+    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
+    const intp_t* pair_stage, const double* pair_count,
+    const double* theta, double* weight, double* preceded,
+) noexcept nogil
+
+cdef void stage_sums(
+    intp_t n_ranked, intp_t n_stages, const intp_t* items, const double* counts,
+    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
+    const intp_t* pair_stage, const double* pair_count,
+    const intp_t* position, double* out,
+) noexcept nogil
+
+cdef double energy(
+    intp_t n_ranked, const intp_t* items, const double* weight,
+    const double* preceded, const intp_t* position,
+) noexcept nogil
+
+cdef double stagewise(
+    intp_t n_items, intp_t n_ranked, const intp_t* items, const double* weight,
+    const double* preceded, bitgen_t* rng, intp_t* sigma, double* log_norm,
+    intp_t* local, double* rho, char* placed, intp_t* unranked,
+) noexcept nogil
+
+cdef bint mh_sigma(
+    intp_t n_items, intp_t n_ranked, const intp_t* items, const double* weight,
+    const double* preceded, bitgen_t* rng, intp_t* sigma, intp_t* proposal,
+    intp_t* local, double* rho, char* placed, intp_t* unranked,
+) noexcept nogil
+
+cdef double slice_theta(
+    double theta, double a, double b, intp_t m, double width, intp_t n_steps,
+    bitgen_t* rng,
+) noexcept nogil

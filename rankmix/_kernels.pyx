@@ -1,0 +1,749 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Compiled kernels for top-t rankings under the generalized Mallows (GM) model.
+
+Conventions (those of :mod:`rankmix.mallows`): items are integers ``0..n-1``; a
+ranking is a row of item ids, best first, padded with ``-1``; a central ranking
+``sigma`` is a full permutation with ``sigma[r]`` the item at rank ``r``; its
+``position`` array is the inverse, ``position[sigma[r]] = r``. Stages ``j`` are
+0-based here (``j = 0`` is the paper's ``j = 1``).
+
+Every input reaching these functions has been validated in Python (ids in range,
+rows well formed, ``sigma`` a permutation): with bounds checks off, the kernels
+trust it.
+
+Sufficient statistics of a cluster
+----------------------------------
+Meila & Chen write the statistics as matrices ``R_j`` with ``R_j[a, c] = #{rankings
+with a at stage j and c not before a}``, and ``L_sigma(R)``, the sum of ``R`` over
+the pairs that ``sigma`` puts in the order (c, a). Stored densely, ``R_1..R_t`` would
+take ``n x n x t`` numbers. Here they are kept in a compact form over the ``D``
+distinct items the cluster ranks:
+
+* ``counts[d, j]``: how many rankings put item ``items[d]`` at stage ``j``;
+* sparse pairs ``(first, second, stage, count)``: ``count`` rankings put
+  ``items[second]`` at ``stage`` after ``items[first]``.
+
+so that ``R_j[a, c] = counts[a, j] - pairs_j[a, c]``. For given stage weights
+theta the stagewise sampler needs ``R = sum_j theta_j R_j``, which becomes the
+per-item ``weight[d] = sum_j theta_j counts[d, j]`` and a ``D x D`` matrix
+``preceded[a, c]`` (theta-weighted count of "c came before a"); items no ranking
+mentions have zero rows and identical columns and are handled as one block.
+"""
+
+import numpy as np
+from collections import namedtuple
+
+from libc.math cimport INFINITY, exp, expm1, floor, log
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc, qsort
+from numpy.random cimport bitgen_t
+
+from ._rng cimport bitgen_pointer, standard_exponential, uniform, uniform_index
+
+# Neal's (2003) step-out limit: at most this many widths in all.
+cdef intp_t MAX_STEP_OUT = 64
+
+# Below this theta, log psi_m(theta) uses its Taylor series: the closed form
+# divides two numbers that both vanish.
+cdef double SMALL_THETA = 1e-8
+
+
+RankingStatistics = namedtuple(
+    "RankingStatistics",
+    ["items", "counts", "pair_first", "pair_second", "pair_stage", "pair_count"],
+)
+RankingStatistics.__doc__ = """Compact sufficient statistics of a set of rankings.
+
+items : ndarray of shape (D,)
+    The distinct items the rankings mention, in increasing order.
+counts : ndarray of shape (D, n_stages)
+    ``counts[d, j]``: number of rankings with ``items[d]`` at stage ``j``.
+pair_first, pair_second, pair_stage : ndarray of shape (n_pairs,)
+    Local item indices and stage of each distinct precedence: ``items[second]``
+    stands at ``stage`` and ``items[first]`` before it.
+pair_count : ndarray of shape (n_pairs,)
+    How many rankings show that precedence.
+"""
+
+
+# ---------------------------------------------------------------------------
+# The GM model
+# ---------------------------------------------------------------------------
+
+cdef double log_psi(intp_t m, double theta) noexcept nogil:
+    """log psi_m(theta) = log sum_{k=0}^{m} exp(-k theta), for theta >= 0."""
+    if m == 0:
+        return 0.0
+    if theta < SMALL_THETA:
+        # log(m + 1) - m theta / 2 + m (m + 2) theta^2 / 24 + O(theta^3)
+        return log(m + 1.0) - 0.5 * m * theta + m * (m + 2.0) * theta * theta / 24.0
+    return log(-expm1(-(m + 1) * theta)) - log(-expm1(-theta))
+
+
+cdef intp_t row_length(const intp_t* row, intp_t t_max) noexcept nogil:
+    """Number of items in a -1 padded row (padding is only ever trailing)."""
+    cdef intp_t t = 0
+    while t < t_max and row[t] >= 0:
+        t += 1
+    return t
+
+
+cdef void codes_one(
+    const intp_t* x,          # IN (t,) items, best first
+    intp_t t,
+    const intp_t* position,   # IN (n,) rank of each item in sigma
+    intp_t* out,              # OUT (t,)
+) noexcept nogil:
+    """s_j(x | sigma), j < t, by O(t^2) look-ups in sigma's inverse.
+
+    s_j is the rank of x_j in sigma minus the number of earlier items of x that
+    sigma also places before x_j: what is left counts the items not in
+    x_1..x_{j-1} that sigma puts before x_j.
+    """
+    cdef intp_t j, k, p, s
+    for j in range(t):
+        p = position[x[j]]
+        s = p
+        for k in range(j):
+            if position[x[k]] < p:
+                s -= 1
+        out[j] = s
+
+
+cdef inline void invert(const intp_t* sigma, intp_t n, intp_t* position) noexcept nogil:
+    cdef intp_t r
+    for r in range(n):
+        position[sigma[r]] = r
+
+
+def codes(
+    const intp_t[:, ::1] X,        # IN (N, t_max)
+    const intp_t[:, ::1] sigmas,   # IN (K, n)
+):
+    """Codes of every ranking against every centre, shape (K, N, t_max), -1 padded."""
+    cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
+    cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    cdef intp_t[:, :, ::1] out = np.full((n_centres, n_rankings, t_max), -1, dtype=np.intp)
+    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
+    cdef intp_t i, k, t
+    with nogil:
+        for k in range(n_centres):
+            invert(&sigmas[k, 0], n_items, &positions[k, 0])
+            for i in range(n_rankings):
+                t = row_length(&X[i, 0], t_max)
+                codes_one(&X[i, 0], t, &positions[k, 0], &out[k, i, 0])
+    return np.asarray(out)
+
+
+def log_likelihood(
+    const intp_t[:, ::1] X,          # IN (N, t_max)
+    const intp_t[:, ::1] sigmas,     # IN (K, n)
+    const double[:, ::1] thetas,     # IN (K, >= t_max), theta >= 0
+):
+    """GM^s log-probability of every ranking under every centre, shape (N, K).
+
+    log GM(x | sigma, theta) = -sum_{j < t} [theta_j s_j + log psi_{n-1-j}(theta_j)]
+    (0-based j). The normalisers are tabulated once per centre, so a pair costs
+    O(t^2) integer work and O(t) table look-ups.
+    """
+    cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
+    cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    cdef intp_t n_stages = min(t_max, n_items)
+    cdef double[:, ::1] out = np.empty((n_rankings, n_centres), dtype=np.float64)
+    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
+    # cumulative normalisers: log_norm[k, t] = sum_{j < t} log psi_{n-1-j}(theta_kj)
+    cdef double[:, ::1] log_norm = np.zeros((n_centres, n_stages + 1), dtype=np.float64)
+    cdef intp_t[::1] code = np.empty(max(t_max, 1), dtype=np.intp)
+    cdef intp_t i, j, k, t
+    cdef double value
+    with nogil:
+        for k in range(n_centres):
+            invert(&sigmas[k, 0], n_items, &positions[k, 0])
+            for j in range(n_stages):
+                log_norm[k, j + 1] = log_norm[k, j] + log_psi(n_items - 1 - j, thetas[k, j])
+        for i in range(n_rankings):
+            t = row_length(&X[i, 0], t_max)
+            for k in range(n_centres):
+                codes_one(&X[i, 0], t, &positions[k, 0], &code[0])
+                value = -log_norm[k, t]
+                for j in range(t):
+                    value -= thetas[k, j] * code[j]
+                out[i, k] = value
+    return np.asarray(out)
+
+
+def kendall_distance(
+    const intp_t[:, ::1] X,         # IN (N, t_max)
+    const intp_t[:, ::1] sigmas,    # IN (K, n)
+):
+    """Kendall distance of every top-t ranking to every full ranking, shape (N, K).
+
+    The number of pairs whose order the top-t ranking fixes (both ranked, or one
+    ranked and one not) and sigma reverses; it is the sum of the codes.
+    """
+    cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
+    cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    cdef intp_t[:, ::1] out = np.empty((n_rankings, n_centres), dtype=np.intp)
+    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
+    cdef intp_t[::1] code = np.empty(max(t_max, 1), dtype=np.intp)
+    cdef intp_t i, j, k, t, total
+    with nogil:
+        for k in range(n_centres):
+            invert(&sigmas[k, 0], n_items, &positions[k, 0])
+        for i in range(n_rankings):
+            t = row_length(&X[i, 0], t_max)
+            for k in range(n_centres):
+                codes_one(&X[i, 0], t, &positions[k, 0], &code[0])
+                total = 0
+                for j in range(t):
+                    total += code[j]
+                out[i, k] = total
+    return np.asarray(out)
+
+
+def rankings_from_codes(
+    const intp_t[:, ::1] S,       # IN (N, t) codes, S[i, j] in [0, n - 1 - j]
+    const intp_t[::1] sigma,      # IN (n,)
+):
+    """The top-t rankings with the given codes against sigma, shape (N, t).
+
+    Stage j takes the S[i, j]-th item (0-based) of sigma among those not yet
+    placed: the inverse of :func:`codes`.
+    """
+    cdef intp_t n_rankings = S.shape[0], t = S.shape[1], n_items = sigma.shape[0]
+    cdef intp_t[:, ::1] out = np.empty((n_rankings, t), dtype=np.intp)
+    cdef intp_t[::1] left = np.empty(n_items, dtype=np.intp)
+    cdef intp_t i, j, r, s
+    with nogil:
+        for i in range(n_rankings):
+            for r in range(n_items):
+                left[r] = sigma[r]
+            for j in range(t):
+                s = S[i, j]
+                out[i, j] = left[s]
+                # close the gap: O(n) per stage, O(t n) per ranking
+                for r in range(s, n_items - 1 - j):
+                    left[r] = left[r + 1]
+    return np.asarray(out)
+
+
+# ---------------------------------------------------------------------------
+# Sufficient statistics
+# ---------------------------------------------------------------------------
+
+cdef int compare_int64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0]
+    cdef int64_t y = (<const int64_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+def ranking_statistics(
+    const intp_t[:, ::1] X,          # IN (N, t_max)
+    const intp_t[::1] members,       # IN (N_c,) rows of X in the set
+    intp_t n_items,
+):
+    """Compact sufficient statistics of the rankings ``X[members]``.
+
+    Returns a :class:`RankingStatistics`. The stage axis of ``counts`` has length
+    ``t_max``. Cost O(n_items + sum_i t_i^2 log) (one sort of the precedence keys);
+    memory O(n_items + sum_i t_i^2), never n_items^2 x t.
+    """
+    cdef intp_t t_max = X.shape[1], n_members = members.shape[0]
+    cdef intp_t i, j, k, t, d, n_ranked = 0, n_keys = 0, n_pairs = 0
+    cdef int64_t key, width
+    cdef intp_t[::1] local = np.full(n_items, -1, dtype=np.intp)
+    cdef const intp_t* row
+    cdef int64_t* keys = NULL
+
+    with nogil:
+        for i in range(n_members):
+            row = &X[members[i], 0]
+            t = row_length(row, t_max)
+            n_keys += t * (t - 1) // 2
+            for j in range(t):
+                local[row[j]] = 0
+        # Items in increasing order, so the statistics do not depend on member order.
+        for d in range(n_items):
+            if local[d] == 0:
+                local[d] = n_ranked
+                n_ranked += 1
+
+    items = np.flatnonzero(np.asarray(local) >= 0).astype(np.intp)
+    cdef double[:, ::1] counts = np.zeros((n_ranked, t_max), dtype=np.float64)
+    keys = <int64_t*> malloc(max(n_keys, 1) * sizeof(int64_t))
+    if keys == NULL:
+        raise MemoryError("could not allocate the precedence keys")
+    try:
+        width = n_ranked
+        with nogil:
+            n_keys = 0
+            for i in range(n_members):
+                row = &X[members[i], 0]
+                t = row_length(row, t_max)
+                for j in range(t):
+                    counts[local[row[j]], j] += 1.0
+                    for k in range(j):
+                        keys[n_keys] = (j * width + local[row[j]]) * width + local[row[k]]
+                        n_keys += 1
+            qsort(keys, n_keys, sizeof(int64_t), compare_int64)
+            for k in range(n_keys):
+                if k == 0 or keys[k] != keys[k - 1]:
+                    n_pairs += 1
+        pair_first = np.empty(n_pairs, dtype=np.intp)
+        pair_second = np.empty(n_pairs, dtype=np.intp)
+        pair_stage = np.empty(n_pairs, dtype=np.intp)
+        pair_count = np.zeros(n_pairs, dtype=np.float64)
+        _decode_pairs(keys, n_keys, width, pair_first, pair_second, pair_stage, pair_count)
+    finally:
+        free(keys)
+    return RankingStatistics(
+        items, np.asarray(counts), pair_first, pair_second, pair_stage, pair_count
+    )
+
+
+cdef void _decode_pairs(
+    const int64_t* keys, intp_t n_keys, int64_t width,
+    intp_t[::1] first, intp_t[::1] second, intp_t[::1] stage, double[::1] count,
+) noexcept nogil:
+    """Run-length decode sorted keys (stage * D + second) * D + first."""
+    cdef intp_t k, p = -1
+    for k in range(n_keys):
+        if k == 0 or keys[k] != keys[k - 1]:
+            p += 1
+            first[p] = keys[k] % width
+            second[p] = (keys[k] // width) % width
+            stage[p] = keys[k] // (width * width)
+        count[p] += 1.0
+
+
+cdef void weighted_statistics(
+    intp_t n_ranked, intp_t n_stages,
+    const double* counts,             # IN (D, n_stages)
+    intp_t n_pairs,
+    const intp_t* pair_first, const intp_t* pair_second,
+    const intp_t* pair_stage, const double* pair_count,   # IN (n_pairs,)
+    const double* theta,              # IN (n_stages,)
+    double* weight,                   # OUT (D,)
+    double* preceded,                 # OUT (D, D)
+) noexcept nogil:
+    """R = sum_j theta_j R_j in compact form: item weights and the "preceded" matrix.
+
+    ``weight[a] = sum_j theta_j counts[a, j]`` and ``preceded[a, c]`` is the
+    theta-weighted number of times c came before a, so ``R[a, c] = weight[a] -
+    preceded[a, c]`` for a != c. O(D t + D^2 + n_pairs).
+    """
+    cdef intp_t a, j, p
+    cdef double total
+    for a in range(n_ranked):
+        total = 0.0
+        for j in range(n_stages):
+            total += theta[j] * counts[a * n_stages + j]
+        weight[a] = total
+    for p in range(n_ranked * n_ranked):
+        preceded[p] = 0.0
+    for p in range(n_pairs):
+        preceded[pair_second[p] * n_ranked + pair_first[p]] += theta[pair_stage[p]] * pair_count[p]
+
+
+cdef void stage_sums(
+    intp_t n_ranked, intp_t n_stages,
+    const intp_t* items,              # IN (D,)
+    const double* counts,             # IN (D, n_stages)
+    intp_t n_pairs,
+    const intp_t* pair_first, const intp_t* pair_second,
+    const intp_t* pair_stage, const double* pair_count,   # IN (n_pairs,)
+    const intp_t* position,           # IN (n,) inverse of sigma
+    double* out,                      # OUT (n_stages,)
+) noexcept nogil:
+    """S_j(sigma) = L_sigma(R_j) = sum over the set of s_j(x | sigma), per stage.
+
+    Each ranking contributes position[x_j] minus the earlier items of x that sigma
+    also ranks before x_j. O(D t + n_pairs).
+    """
+    cdef intp_t a, j, p
+    for j in range(n_stages):
+        out[j] = 0.0
+    for a in range(n_ranked):
+        for j in range(n_stages):
+            out[j] += counts[a * n_stages + j] * position[items[a]]
+    for p in range(n_pairs):
+        if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
+            out[pair_stage[p]] -= pair_count[p]
+
+
+cdef double energy(
+    intp_t n_ranked,
+    const intp_t* items,       # IN (D,)
+    const double* weight,      # IN (D,)
+    const double* preceded,    # IN (D, D)
+    const intp_t* position,    # IN (n,)
+) noexcept nogil:
+    """L_sigma(R): the sum of R[a, c] over the pairs sigma orders as (c, a).
+
+    The target of the sigma update is P(sigma | theta, data) proportional to
+    exp(-L_sigma(R)). O(D^2).
+    """
+    cdef intp_t a, c
+    cdef double total = 0.0
+    for a in range(n_ranked):
+        total += weight[a] * position[items[a]]
+        for c in range(n_ranked):
+            if position[items[c]] < position[items[a]]:
+                total -= preceded[a * n_ranked + c]
+    return total
+
+
+cdef double stagewise(
+    intp_t n_items, intp_t n_ranked,
+    const intp_t* items,          # IN (D,)
+    const double* weight,         # IN (D,)
+    const double* preceded,       # IN (D, D)
+    bitgen_t* rng,                # IN: draw sigma; NULL: evaluate the given sigma
+    intp_t* sigma,                # OUT (n,) when drawing, IN otherwise
+    double* log_norm,             # OUT: sum over stages of log Z_k
+    intp_t* local,                # scratch (n,)
+    double* rho,                  # scratch (D,)
+    char* placed,                 # scratch (D,)
+    intp_t* unranked,             # scratch (n - D,)
+) noexcept nogil:
+    """Sample-sigma-Stagewise (Meila & Chen, Figure 2) or its log-probability.
+
+    Stage k picks sigma[k] among the items U not yet placed with probability
+    exp(-rho_c) / Z_k, where rho_c = sum_{a in U} R[a, c] is the column sum of R
+    over U. Returns log q(sigma) = -L_sigma(R) - sum_k log Z_k (the product of the
+    chosen exp(-rho) is exp(-L_sigma(R))); ``log_norm`` receives sum_k log Z_k,
+    which is all the Metropolis-Hastings correction needs.
+
+    Items that no ranking of the set mentions have zero rows and share one column
+    sum (the weight of the ranked items still in U), so they are one block, chosen
+    with probability m exp(-W_U) / Z_k, the item within it uniformly. Cost O(D^2 + n).
+    """
+    cdef intp_t a, c, k, pick, item, n_unranked = n_items - n_ranked, slot = 0
+    cdef double w_left = 0.0, shift = 0.0, z_ranked = 0.0, z, u, acc
+    cdef double log_q = 0.0
+    cdef bint stale = True
+
+    for item in range(n_items):
+        local[item] = -1
+    for a in range(n_ranked):
+        local[items[a]] = a
+        placed[a] = 0
+        w_left += weight[a]
+    for c in range(n_ranked):
+        rho[c] = w_left - weight[c]
+        for a in range(n_ranked):
+            rho[c] -= preceded[a * n_ranked + c]
+    if rng != NULL:
+        for item in range(n_items):
+            if local[item] < 0:
+                unranked[slot] = item
+                slot += 1
+    log_norm[0] = 0.0
+
+    for k in range(n_items):
+        if stale:
+            # Shift by the smallest column sum so that no exp overflows or underflows
+            # to an all-zero normaliser; it changes only when a ranked item is placed.
+            shift = w_left if n_unranked > 0 else INFINITY
+            for c in range(n_ranked):
+                if not placed[c] and rho[c] < shift:
+                    shift = rho[c]
+            z_ranked = 0.0
+            for c in range(n_ranked):
+                if not placed[c]:
+                    z_ranked += exp(shift - rho[c])
+            stale = False
+        z = z_ranked + n_unranked * exp(shift - w_left)
+
+        if rng != NULL:
+            u = uniform(rng) * z
+            acc = 0.0
+            pick = -1
+            for c in range(n_ranked):
+                if not placed[c]:
+                    acc += exp(shift - rho[c])
+                    pick = c
+                    if u < acc:
+                        break
+            if u >= acc and n_unranked > 0:
+                slot = uniform_index(rng, n_unranked)
+                item = unranked[slot]
+                unranked[slot] = unranked[n_unranked - 1]
+                pick = -1
+            else:
+                # pick is the chosen ranked item (or, if round-off left u >= acc and
+                # no block remains, the last ranked candidate).
+                item = items[pick]
+            sigma[k] = item
+        else:
+            item = sigma[k]
+            pick = local[item]
+
+        log_norm[0] += log(z) - shift
+        if pick >= 0:
+            log_q += (shift - rho[pick]) - log(z)
+            placed[pick] = 1
+            w_left -= weight[pick]
+            for c in range(n_ranked):
+                if not placed[c]:
+                    rho[c] -= weight[pick] - preceded[pick * n_ranked + c]
+            stale = True
+        else:
+            log_q += (shift - w_left) - log(z)
+            n_unranked -= 1
+    return log_q
+
+
+cdef bint mh_sigma(
+    intp_t n_items, intp_t n_ranked,
+    const intp_t* items, const double* weight, const double* preceded,
+    bitgen_t* rng,
+    intp_t* sigma,            # INOUT (n,)
+    intp_t* proposal,         # scratch (n,)
+    intp_t* local, double* rho, char* placed, intp_t* unranked,   # scratch
+) noexcept nogil:
+    """One Metropolis-Hastings step for P(sigma | theta, data), stagewise proposal.
+
+    With an independence proposal q and target p proportional to exp(-L), the
+    acceptance ratio p(s') q(s) / (p(s) q(s')) reduces to Z(s') / Z(s), where
+    log Z(s) = -L_s(R) - log q(s) is the sum of the stage normalisers: no energy
+    needs computing. The step leaves the exact conditional invariant, which the
+    stagewise rule alone does not (see :func:`stagewise_draw`).
+    """
+    cdef double log_z_new, log_z_old, log_ratio
+    cdef intp_t r
+    stagewise(n_items, n_ranked, items, weight, preceded, rng, proposal, &log_z_new,
+              local, rho, placed, unranked)
+    stagewise(n_items, n_ranked, items, weight, preceded, NULL, sigma, &log_z_old,
+              local, rho, placed, unranked)
+    log_ratio = log_z_new - log_z_old
+    if log_ratio >= 0.0 or standard_exponential(rng) > -log_ratio:
+        for r in range(n_items):
+            sigma[r] = proposal[r]
+        return True
+    return False
+
+
+# Python entry points over the compact statistics, used by the tests and by the
+# Python-level samplers (the compiled sweeps call the cdef functions directly).
+
+cdef class _Scratch:
+    """Work arrays of the stagewise kernel for n items and D ranked items."""
+    cdef intp_t[::1] local, unranked, proposal
+    cdef double[::1] rho
+    cdef char[::1] placed
+
+    def __cinit__(self, intp_t n_items, intp_t n_ranked):
+        self.local = np.empty(n_items, dtype=np.intp)
+        self.unranked = np.empty(max(n_items - n_ranked, 1), dtype=np.intp)
+        self.proposal = np.empty(n_items, dtype=np.intp)
+        self.rho = np.empty(max(n_ranked, 1), dtype=np.float64)
+        self.placed = np.empty(max(n_ranked, 1), dtype=np.int8)
+
+
+def theta_weighted_statistics(stats, const double[::1] theta):
+    """``(weight, preceded)``: R = sum_j theta_j R_j in compact form (see module doc)."""
+    cdef const double[:, ::1] counts = stats.counts
+    cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
+    cdef const intp_t[::1] first = stats.pair_first, second = stats.pair_second
+    cdef const intp_t[::1] stage = stats.pair_stage
+    cdef const double[::1] count = stats.pair_count
+    if theta.shape[0] < n_stages:
+        raise ValueError(f"theta has {theta.shape[0]} stages, the statistics {n_stages}.")
+    cdef double[::1] weight = np.empty(n_ranked, dtype=np.float64)
+    cdef double[:, ::1] preceded = np.empty((n_ranked, n_ranked), dtype=np.float64)
+    if n_ranked > 0:
+        with nogil:
+            weighted_statistics(
+                n_ranked, n_stages, &counts[0, 0], first.shape[0],
+                &first[0] if first.shape[0] else NULL,
+                &second[0] if first.shape[0] else NULL,
+                &stage[0] if first.shape[0] else NULL,
+                &count[0] if first.shape[0] else NULL,
+                &theta[0], &weight[0], &preceded[0, 0],
+            )
+    return np.asarray(weight), np.asarray(preceded)
+
+
+def code_sums(stats, const intp_t[::1] sigma):
+    """S_j(sigma) for every stage j: the summed codes of the set against sigma."""
+    cdef const double[:, ::1] counts = stats.counts
+    cdef const intp_t[::1] items = stats.items
+    cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
+    cdef const intp_t[::1] first = stats.pair_first, second = stats.pair_second
+    cdef const intp_t[::1] stage = stats.pair_stage
+    cdef const double[::1] count = stats.pair_count
+    cdef intp_t[::1] position = np.empty(sigma.shape[0], dtype=np.intp)
+    cdef double[::1] out = np.zeros(n_stages, dtype=np.float64)
+    if n_ranked > 0 and n_stages > 0:
+        with nogil:
+            invert(&sigma[0], sigma.shape[0], &position[0])
+            stage_sums(
+                n_ranked, n_stages, &items[0], &counts[0, 0], first.shape[0],
+                &first[0] if first.shape[0] else NULL,
+                &second[0] if first.shape[0] else NULL,
+                &stage[0] if first.shape[0] else NULL,
+                &count[0] if first.shape[0] else NULL,
+                &position[0], &out[0],
+            )
+    return np.asarray(out)
+
+
+def sigma_energy(
+    const intp_t[::1] items, const double[::1] weight,
+    const double[:, ::1] preceded, const intp_t[::1] sigma,
+):
+    """L_sigma(R), the exact negative log-target of the sigma update (up to a constant)."""
+    cdef intp_t[::1] position = np.empty(sigma.shape[0], dtype=np.intp)
+    cdef double value = 0.0
+    if items.shape[0] == 0:
+        return 0.0
+    with nogil:
+        invert(&sigma[0], sigma.shape[0], &position[0])
+        value = energy(items.shape[0], &items[0], &weight[0], &preceded[0, 0], &position[0])
+    return value
+
+
+def stagewise_draw(
+    const intp_t[::1] items, const double[::1] weight,
+    const double[:, ::1] preceded, intp_t n_items, bit_generator,
+):
+    """One draw of Sample-sigma-Stagewise: ``(sigma, log_q)``.
+
+    Not an exact draw from P(sigma | theta, data) in general (Meila & Chen's Lemma 2
+    claims it is; the first stage's probabilities ignore how the later stages
+    normalise): use it as the proposal of :func:`mh_sigma_update`.
+    """
+    cdef _Scratch work = _Scratch(n_items, items.shape[0])
+    cdef intp_t[::1] sigma = np.empty(n_items, dtype=np.intp)
+    cdef bitgen_t* rng = bitgen_pointer(bit_generator)
+    cdef double log_q, log_z
+    cdef intp_t n_ranked = items.shape[0]
+    bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+    with bit_generator.lock, nogil:
+        log_q = stagewise(
+            n_items, n_ranked,
+            &items[0] if n_ranked else NULL, &weight[0] if n_ranked else NULL,
+            &preceded[0, 0] if n_ranked else NULL, rng, &sigma[0], &log_z,
+            &work.local[0], &work.rho[0], &work.placed[0], &work.unranked[0],
+        )
+    return np.asarray(sigma), log_q
+
+
+def stagewise_log_proposal(
+    const intp_t[::1] items, const double[::1] weight,
+    const double[:, ::1] preceded, const intp_t[::1] sigma,
+):
+    """log q(sigma): the probability that Sample-sigma-Stagewise draws ``sigma``."""
+    cdef intp_t n_items = sigma.shape[0], n_ranked = items.shape[0]
+    cdef _Scratch work = _Scratch(n_items, n_ranked)
+    cdef double log_q, log_z
+    with nogil:
+        log_q = stagewise(
+            n_items, n_ranked,
+            &items[0] if n_ranked else NULL, &weight[0] if n_ranked else NULL,
+            &preceded[0, 0] if n_ranked else NULL, NULL, <intp_t*> &sigma[0], &log_z,
+            &work.local[0], &work.rho[0], &work.placed[0], &work.unranked[0],
+        )
+    return log_q
+
+
+def mh_sigma_update(
+    const intp_t[::1] items, const double[::1] weight,
+    const double[:, ::1] preceded, intp_t[::1] sigma,   # INOUT
+    bit_generator, intp_t n_steps=1,
+):
+    """``n_steps`` exact MH steps on sigma in place; returns the number accepted."""
+    cdef intp_t n_items = sigma.shape[0], n_ranked = items.shape[0], step
+    cdef intp_t n_accepted = 0
+    cdef _Scratch work = _Scratch(n_items, n_ranked)
+    cdef bitgen_t* rng = bitgen_pointer(bit_generator)
+    bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+    with bit_generator.lock, nogil:
+        for step in range(n_steps):
+            n_accepted += mh_sigma(
+                n_items, n_ranked,
+                &items[0] if n_ranked else NULL, &weight[0] if n_ranked else NULL,
+                &preceded[0, 0] if n_ranked else NULL, rng, &sigma[0],
+                &work.proposal[0], &work.local[0], &work.rho[0], &work.placed[0],
+                &work.unranked[0],
+            )
+    return n_accepted
+
+
+# ---------------------------------------------------------------------------
+# theta | sigma by slice sampling
+# ---------------------------------------------------------------------------
+
+cdef inline double theta_log_density(double theta, double a, double b, intp_t m) noexcept nogil:
+    """Log of density (10): -a theta - b log psi_m(theta) on theta >= 0."""
+    if theta < 0.0:
+        return -INFINITY
+    return -a * theta - b * log_psi(m, theta)
+
+
+cdef double slice_theta(
+    double theta, double a, double b, intp_t m, double width, intp_t n_steps,
+    bitgen_t* rng,
+) noexcept nogil:
+    """``n_steps`` slice-sampling updates of one theta_j (Neal 2003, step-out + shrink).
+
+    The target, P(theta_j | sigma) proportional to exp(-a theta - b log psi_m(theta))
+    with a = nu r_j + S_j(sigma), b = nu + N_j, m = n - j, is log-concave, so the
+    slice is one interval. The step-out interval is clipped at 0, where the density
+    vanishes: a deterministic map of the interval, which keeps the update reversible.
+    """
+    cdef double log_y, left, right, candidate
+    cdef intp_t step, j_left, k_right
+    for step in range(n_steps):
+        log_y = theta_log_density(theta, a, b, m) - standard_exponential(rng)
+        left = theta - width * uniform(rng)
+        right = left + width
+        j_left = <intp_t> floor(MAX_STEP_OUT * uniform(rng))
+        k_right = MAX_STEP_OUT - 1 - j_left
+        while j_left > 0 and log_y < theta_log_density(left, a, b, m):
+            left -= width
+            j_left -= 1
+        while k_right > 0 and log_y < theta_log_density(right, a, b, m):
+            right += width
+            k_right -= 1
+        if left < 0.0:
+            left = 0.0
+        while True:
+            candidate = left + uniform(rng) * (right - left)
+            if log_y < theta_log_density(candidate, a, b, m):
+                theta = candidate
+                break
+            if candidate < theta:
+                left = candidate
+            else:
+                right = candidate
+            if right - left <= 1e-14 * (1.0 + theta):
+                # Only reachable when log_y equals the density at theta (an Exp(1)
+                # draw of exactly 0): stay put.
+                break
+    return theta
+
+
+def slice_sample_theta(
+    const double[::1] theta,     # IN (t,) current values
+    const double[::1] a,         # IN (t,) nu r_j + S_j(sigma)
+    const double[::1] b,         # IN (t,) nu + N_j
+    const intp_t[::1] m,         # IN (t,) n - j (1-based j)
+    bit_generator, intp_t n_steps=3, double width=1.0,
+):
+    """Slice-sample every theta_j from density (10) of Meila & Chen; returns new thetas."""
+    cdef intp_t j, n_stages = theta.shape[0]
+    cdef double[::1] out = np.empty(n_stages, dtype=np.float64)
+    cdef bitgen_t* rng = bitgen_pointer(bit_generator)
+    bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+    with bit_generator.lock, nogil:
+        for j in range(n_stages):
+            out[j] = slice_theta(theta[j], a[j], b[j], m[j], width, n_steps, rng)
+    return np.asarray(out)
+
+
+def _log_psi_wrapper(intp_t m, double theta):
+    """log psi_m(theta) (for tests)."""
+    return log_psi(m, theta)

@@ -1,0 +1,31 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Random numbers for nogil code, drawn from a NumPy bit generator.
+
+Every kernel that needs randomness takes a ``bitgen_t*`` owned by one chain: there is
+no global RNG state, so chains run side by side in threads and the draws depend only
+on the chain's seed.
+"""
+
+from libc.math cimport log
+from numpy.random cimport bitgen_t
+
+
+cdef bitgen_t* bitgen_pointer(object bit_generator) except NULL
+
+
+cdef inline double uniform(bitgen_t* rng) noexcept nogil:
+    """A double uniform on [0, 1)."""
+    return rng.next_double(rng.state)
+
+
+cdef inline double standard_exponential(bitgen_t* rng) noexcept nogil:
+    """A draw from Exp(1), by inversion (1 - u lies in (0, 1], so the log is finite)."""
+    return -log(1.0 - rng.next_double(rng.state))
+
+
+cdef inline Py_ssize_t uniform_index(bitgen_t* rng, Py_ssize_t n) noexcept nogil:
+    """An integer uniform on {0, ..., n - 1}, for n >= 1."""
+    cdef Py_ssize_t i = <Py_ssize_t>(rng.next_double(rng.state) * n)
+    # next_double < 1, but guard against round-off at the top end all the same.
+    return i if i < n else n - 1

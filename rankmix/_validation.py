@@ -1,0 +1,625 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Validation of ranking data sets.
+
+A ranking data set is a 2-D integer array of shape ``(n_rankings, t_max)``. Row
+``i`` lists the items of ranking ``i``, best first, as integer ids in
+``[0, n_items)``; a top-``t`` ranking with ``t < t_max`` is padded with ``-1``
+after its last item. A list of sequences of unequal length is accepted and padded
+with ``-1``.
+
+The compiled kernels index arrays by item id with bounds checks off, so
+:func:`check_rankings` must be airtight: every entry of the array it returns is
+either ``-1`` padding or an id in ``[0, n_items)``, every row holds at least one
+item, its items are distinct and ``-1`` only pads the end. Anything else raises
+an error naming the first bad row, before any compiled code runs.
+"""
+
+import numbers
+from collections.abc import Mapping, Set
+from itertools import chain
+
+import numpy as np
+from scipy import sparse
+
+__all__ = ["check_permutations", "check_rankings", "check_theta", "ranking_lengths"]
+
+# Later code allocates arrays of size n_items; no real ranking data set has more
+# items than this, so larger ids are almost certainly a mistake (and could
+# overflow 32-bit indices).
+_MAX_ITEM_ID = 2**31 - 1
+_MAX_N_ITEMS = _MAX_ITEM_ID + 1
+
+
+def check_rankings(X, *, n_items=None, input_name="X", ensure_min_samples=1):
+    """Validate rankings and return them as an array padded with -1.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rankings, t_max)
+        Rankings, one per row, best item first, as integer item ids. Shorter
+        (top-t) rankings are padded with -1 after their last item. May be a
+        NumPy array of any integer dtype, a float array whose values are all
+        integers, or a list (or tuple) of sequences, possibly of unequal
+        lengths, which are then padded with -1.
+
+    n_items : int, default=None
+        Number of items. If given, every item id must lie in ``[0, n_items)``
+        and no ranking may hold more than ``n_items`` items. If None, item ids
+        must only be non-negative (and at most ``2**31 - 1``): the caller
+        infers ``n_items`` as the largest id plus one.
+
+    input_name : str, default="X"
+        Name of the input, used in error messages.
+
+    ensure_min_samples : int, default=1
+        Minimum number of rankings ``X`` must hold.
+
+    Returns
+    -------
+    X_checked : ndarray of shape (n_rankings, t_max), dtype=np.intp
+        A fresh C-contiguous copy of the rankings, padded with -1. It never
+        shares memory with ``X``.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is sparse or holds values that are not real numbers (booleans,
+        complex numbers, strings, other objects), or if ``n_items`` or
+        ``ensure_min_samples`` is not an integer.
+    ValueError
+        If ``X`` is not 2-D, is empty or holds fewer than
+        ``ensure_min_samples`` rankings, or if a row is malformed: NaN or
+        infinite value, non-integer value, negative id other than -1, id not
+        below ``n_items`` (or above ``2**31 - 1``), -1 padding followed by an
+        item, no item at all, more than ``n_items`` items, or an item ranked
+        twice. The message names the first bad row (0-based) and its fault.
+
+    Examples
+    --------
+    >>> from rankmix._validation import check_rankings
+    >>> check_rankings([[2, 0], [1]])
+    array([[ 2,  0],
+           [ 1, -1]])
+    >>> check_rankings([[0.0, 1.0], [2.0, -1.0]], n_items=3)
+    array([[ 0,  1],
+           [ 2, -1]])
+    >>> check_rankings([[0, 1], [2, 0, 2]])
+    Traceback (most recent call last):
+        ...
+    ValueError: Row 1 of X ranks item 2 more than once (at positions 0 and 2): \
+the items of a ranking must be distinct.
+    """
+    n_items = _check_n_items(n_items)
+    ensure_min_samples = _check_ensure_min_samples(ensure_min_samples)
+
+    X = _as_numeric_array(X, input_name)
+    _check_shape(X, input_name, ensure_min_samples)
+
+    X_checked = _validate_fast(X, n_items)
+    if X_checked is None:
+        _raise_first_row_fault(X, input_name, n_items)
+    return X_checked
+
+
+def ranking_lengths(X):
+    """Return the number of items of each ranking.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rankings, t_max)
+        Rankings already validated by :func:`check_rankings`, padded with -1.
+
+    Returns
+    -------
+    lengths : ndarray of shape (n_rankings,), dtype=np.intp
+        Number of entries of each row that are not -1 padding.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmix._validation import ranking_lengths
+    >>> ranking_lengths(np.array([[2, 0, 1], [1, -1, -1], [0, 2, -1]]))
+    array([3, 1, 2])
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected a 2-D array of rankings, got an array of shape {X.shape}."
+        )
+    # Padding is only ever trailing in validated data, so counting the
+    # non-padding entries gives the length.
+    return np.count_nonzero(X != -1, axis=1).astype(np.intp, copy=False)
+
+
+def _check_n_items(n_items):
+    """Validate ``n_items``: None or a positive integer of reasonable size."""
+    if n_items is None:
+        return None
+    if isinstance(n_items, (bool, np.bool_)) or not isinstance(
+        n_items, numbers.Integral
+    ):
+        raise TypeError(
+            "n_items must be a positive integer or None, got "
+            f"{n_items!r} of type {type(n_items).__name__}."
+        )
+    n_items = int(n_items)
+    if n_items < 1:
+        raise ValueError(f"n_items must be a positive integer, got {n_items}.")
+    if n_items > _MAX_N_ITEMS:
+        raise ValueError(
+            f"n_items={n_items} exceeds the largest supported number of items, "
+            f"{_MAX_N_ITEMS} (2**31)."
+        )
+    return n_items
+
+
+def _check_ensure_min_samples(ensure_min_samples):
+    """Validate ``ensure_min_samples``: a positive integer.
+
+    Empty input is always an error, so a minimum below 1 is meaningless.
+    """
+    if isinstance(ensure_min_samples, (bool, np.bool_)) or not isinstance(
+        ensure_min_samples, numbers.Integral
+    ):
+        raise TypeError(
+            "ensure_min_samples must be a positive integer, got "
+            f"{ensure_min_samples!r} of type {type(ensure_min_samples).__name__}."
+        )
+    if ensure_min_samples < 1:
+        raise ValueError(
+            f"ensure_min_samples must be a positive integer, got {ensure_min_samples}."
+        )
+    return int(ensure_min_samples)
+
+
+def _as_numeric_array(X, input_name):
+    """Convert ``X`` to an integer or float ndarray, padding ragged lists.
+
+    The result may share memory with ``X``; its values are not validated yet.
+    """
+    if sparse.issparse(X):
+        # An implicit zero of a sparse matrix would read as item 0.
+        raise TypeError(
+            f"Sparse input is not supported: {input_name} must be a dense 2-D "
+            f"array of item ids, got {type(X).__name__}."
+        )
+    if isinstance(X, (list, tuple)):
+        try:
+            array = np.asarray(X)
+        except ValueError:
+            # NumPy refuses inhomogeneous nesting: rankings of unequal length.
+            return _pad_ragged(X, input_name)
+    else:
+        # Also covers pandas DataFrames and other array-likes.
+        array = np.asarray(X)
+
+    def locate(position):
+        if array.ndim == 2 and array.shape[1] > 0:
+            return position // array.shape[1]
+        return None
+
+    return _to_numeric_dtype(array, input_name, locate)
+
+
+def _pad_ragged(X, input_name):
+    """Turn a list of sequences of unequal length into a -1 padded array."""
+    lengths = np.empty(len(X), dtype=np.intp)
+    for i, row in enumerate(X):
+        length = None
+        # Strings, sets and mappings have a length but are not rankings.
+        if not isinstance(row, (str, bytes, Set, Mapping)):
+            try:
+                length = len(row)
+            except TypeError:
+                pass
+        if length is None:
+            raise ValueError(
+                f"Row {i} of {input_name} is not a sequence of item ids (got "
+                f"{type(row).__name__}): {input_name} must be a 2-D array or a "
+                "list of rankings."
+            )
+        lengths[i] = length
+
+    try:
+        flat = np.asarray(list(chain.from_iterable(X)))
+    except ValueError:
+        flat = None
+    if flat is None or flat.ndim != 1:
+        raise ValueError(
+            f"Expected a 2-D array of rankings for {input_name}, but its rows "
+            "hold nested sequences: it has more than 2 dimensions."
+        )
+    ends = np.cumsum(lengths)
+
+    def locate(position):
+        return int(np.searchsorted(ends, position, side="right"))
+
+    flat = _to_numeric_dtype(flat, input_name, locate)
+
+    t_max = int(lengths.max()) if len(lengths) else 0
+    padded = np.full((len(X), t_max), -1, dtype=flat.dtype)
+    # Boolean mask assignment fills in row-major order, the order of ``flat``.
+    padded[np.arange(t_max) < lengths[:, np.newaxis]] = flat
+    return padded
+
+
+def _to_numeric_dtype(array, input_name, locate):
+    """Check the dtype of ``array`` and convert object arrays to float.
+
+    ``locate`` maps a position in ``array.ravel()`` to its row index (or None),
+    to name the row of a value that is not a number.
+    """
+    kind = array.dtype.kind
+    if kind in "iuf":
+        return array
+    if kind == "b":
+        raise TypeError(
+            f"{input_name} has boolean dtype: expected integer item ids. A "
+            "boolean array is not a ranking data set."
+        )
+    if kind == "c":
+        raise TypeError(
+            f"{input_name} has complex dtype {array.dtype}: expected integer item ids."
+        )
+    if kind in "US":
+        raise TypeError(
+            f"{input_name} holds strings (dtype {array.dtype}): expected integer "
+            "item ids. Map item labels to integer ids first, for example with "
+            "numpy.unique(..., return_inverse=True)."
+        )
+    if kind != "O":
+        raise TypeError(
+            f"{input_name} has dtype {array.dtype}, which is not numeric: "
+            "expected integer item ids."
+        )
+
+    # Object arrays come from lists mixing types (e.g. None), Python integers
+    # too large for int64 or pandas frames of mixed dtypes. Check every value
+    # explicitly: NumPy would happily convert the string "1" to 1.0.
+    flat = array.ravel()
+    values = np.empty(flat.shape, dtype=np.float64)
+    for position, value in enumerate(flat):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(
+                f"{_where(input_name, locate(position))} holds {value!r} of type "
+                f"{type(value).__name__}, which is not a number: expected "
+                "integer item ids."
+            )
+        try:
+            values[position] = float(value)
+        except OverflowError:
+            # Only integers beyond the float range get here: far too large.
+            raise ValueError(
+                f"{_where(input_name, locate(position))} holds item {value}, "
+                "larger than the largest supported item id "
+                f"{_MAX_ITEM_ID} (2**31 - 1)."
+            ) from None
+    return values.reshape(array.shape)
+
+
+def _where(input_name, row):
+    if row is None:
+        return input_name
+    return f"Row {row} of {input_name}"
+
+
+def _check_shape(X, input_name, ensure_min_samples):
+    """Check that ``X`` is 2-D and non-empty."""
+    if X.ndim == 0:
+        raise ValueError(
+            f"Expected a 2-D array of rankings for {input_name}, got a scalar: "
+            f"{X.item()!r}."
+        )
+    if X.ndim == 1:
+        if X.size == 0:
+            raise ValueError(
+                f"{input_name} is empty: it holds 0 rankings, while a minimum of "
+                f"{ensure_min_samples} is required "
+                f"(ensure_min_samples={ensure_min_samples})."
+            )
+        raise ValueError(
+            f"Expected a 2-D array of rankings for {input_name}, got a 1-D array "
+            f"of shape {X.shape}. If it holds a single ranking, reshape it with "
+            f"{input_name}.reshape(1, -1)."
+        )
+    if X.ndim > 2:
+        raise ValueError(
+            f"Expected a 2-D array of rankings for {input_name}, got a "
+            f"{X.ndim}-D array of shape {X.shape}."
+        )
+    n_rankings, t_max = X.shape
+    if n_rankings < ensure_min_samples:
+        empty = f"{input_name} is empty: it" if n_rankings == 0 else input_name
+        plural = "" if n_rankings == 1 else "s"
+        raise ValueError(
+            f"{empty} holds {n_rankings} ranking{plural} (shape={X.shape}), while a "
+            f"minimum of {ensure_min_samples} is required "
+            f"(ensure_min_samples={ensure_min_samples})."
+        )
+    if t_max == 0:
+        raise ValueError(
+            f"{input_name} is empty: it has shape {X.shape}, so no ranking holds "
+            "any item."
+        )
+
+
+def _validate_fast(X, n_items):
+    """Return a validated np.intp copy of 2-D ``X``, or None if it has a fault.
+
+    Valid data is the common case, so this only runs whole-array reductions
+    that are cheap, and leaves finding and explaining the first bad row to
+    :func:`_raise_first_row_fault`. Each test below is sufficient on its own:
+    None is returned unless every row is valid.
+    """
+    upper = _MAX_N_ITEMS if n_items is None else n_items
+    low, high = X.min(), X.max()
+    # NaN propagates through min and max and fails both comparisons, and inf
+    # fails the second one, so this also ensures that all values are finite.
+    if not (low >= -1 and high < upper):
+        return None
+    # All values lie in [-1, 2**31), so the cast cannot overflow. np.array
+    # copies by default: the result never aliases the caller's data.
+    X_checked = np.array(X, dtype=np.intp, order="C")
+    if X.dtype.kind == "f" and not (X_checked == X).all():
+        return None  # a value with a fractional part was truncated
+    padding = X_checked == -1
+    # -1 followed by an item: padding in the middle of a row.
+    if (padding[:, :-1] > padding[:, 1:]).any():
+        return None
+    # Padding is only trailing now, so a row without items starts with -1...
+    if padding[:, 0].any():
+        return None
+    # ...and a row holds more than n_items items iff its entry n_items is one.
+    if n_items is not None and X.shape[1] > n_items:
+        if not padding[:, n_items].all():
+            return None
+    if _has_duplicates_fast(X_checked, padding, int(high)).any():
+        return None
+    return X_checked
+
+
+def _has_duplicates_fast(X, padding, max_id):
+    """Return whether each row of ``X`` ranks an item twice.
+
+    ``X`` is an np.intp array whose values lie in [-1, ``max_id``] and whose
+    padding is only trailing; ``padding`` is ``X == -1``.
+    """
+    if max_id >= 63:
+        return _has_duplicates(X)
+    # Few items (the common case): set bit ``item + 1`` of a 64-bit word per
+    # row and compare the number of bits set with the number of items. This
+    # costs a few passes over the columns, much less than sorting every row.
+    one = np.uint64(1)
+    seen = np.zeros(X.shape[0], dtype=np.uint64)
+    # Preallocated buffers: no temporary arrays inside the loop.
+    shifts = np.empty_like(seen)
+    bits = np.empty_like(seen)
+    for column in X.T:
+        np.add(column, 1, out=shifts, casting="unsafe")  # in [0, 63]: exact
+        np.left_shift(one, shifts, out=bits)
+        seen |= bits
+    seen &= ~one  # bit 0 stands for the -1 padding
+    lengths = X.shape[1] - np.count_nonzero(padding, axis=1)
+    return np.bitwise_count(seen) != lengths
+
+
+def _raise_first_row_fault(X, input_name, n_items):
+    """Raise a ValueError naming the first malformed row of 2-D ``X``."""
+    faults = _row_faults(X, n_items)
+    bad = np.logical_or.reduce(list(faults.values()))
+    if not bad.any():  # pragma: no cover
+        # Unreachable unless _validate_fast and _row_faults disagree; never
+        # let such data through.
+        raise ValueError(f"{input_name} is not a valid ranking data set.")
+    row = int(np.argmax(bad))
+    # ``faults`` is ordered by priority: report the first fault of that row.
+    fault = next(name for name, mask in faults.items() if mask[row])
+    raise ValueError(_describe_fault(fault, X[row], row, input_name, n_items))
+
+
+def _row_faults(X, n_items):
+    """Return a boolean mask of faulty rows per kind of fault, by priority.
+
+    Priority matters when a row has several faults: a NaN would otherwise also
+    count as an item, for example, so the non-finite check comes first.
+    """
+    faults = {}
+    if X.dtype.kind == "f":
+        finite = np.isfinite(X)
+        faults["non_finite"] = ~finite.all(axis=1)
+        faults["non_integer"] = (finite & (X != np.floor(X))).any(axis=1)
+    # NumPy compares integer arrays with out-of-range Python integers exactly,
+    # so these comparisons are safe for unsigned and narrow dtypes too.
+    faults["negative"] = (X < -1).any(axis=1)
+    upper = _MAX_N_ITEMS if n_items is None else n_items
+    faults["too_large"] = (X >= upper).any(axis=1)
+    padding = X == -1
+    faults["inner_padding"] = (padding[:, :-1] & ~padding[:, 1:]).any(axis=1)
+    lengths = X.shape[1] - np.count_nonzero(padding, axis=1)
+    faults["no_item"] = lengths == 0
+    if n_items is not None:
+        faults["too_long"] = lengths > n_items
+    faults["duplicate"] = _has_duplicates(X)
+    return faults
+
+
+def _has_duplicates(X):
+    """Return whether each row of ``X`` holds an item (not -1) twice."""
+    # Equal values are neighbours once each row is sorted. NaN never compares
+    # equal, so it cannot create a false duplicate.
+    X_sorted = np.sort(X, axis=1)
+    repeated = X_sorted[:, 1:] == X_sorted[:, :-1]
+    return (repeated & (X_sorted[:, 1:] != -1)).any(axis=1)
+
+
+def _describe_fault(fault, x, row, input_name, n_items):
+    """Explain ``fault`` in row ``x`` (1-D), the ``row``-th row of the input."""
+    where = f"Row {row} of {input_name}"
+    if fault == "non_finite":
+        value = x[~np.isfinite(x)][0]
+        return (
+            f"{where} holds a non-finite value ({_format(value)}): item ids must "
+            "be finite integers. Pad shorter rankings with -1, not NaN."
+        )
+    if fault == "non_integer":
+        value = x[np.isfinite(x) & (x != np.floor(x))][0]
+        return (
+            f"{where} holds {_format(value)}, which is not an integer: item ids "
+            "must be integers."
+        )
+    if fault == "negative":
+        value = x[x < -1][0]
+        return (
+            f"{where} holds item {_format(value)}: item ids must be non-negative "
+            "(-1 may only pad the end of a ranking)."
+        )
+    if fault == "too_large":
+        if n_items is None:
+            value = x[x >= _MAX_N_ITEMS][0]
+            return (
+                f"{where} holds item {_format(value)}, larger than the largest "
+                f"supported item id {_MAX_ITEM_ID} (2**31 - 1)."
+            )
+        value = x[x >= n_items][0]
+        return (
+            f"{where} holds item {_format(value)}, but n_items={n_items}: item "
+            f"ids must lie in [0, {n_items})."
+        )
+    if fault == "inner_padding":
+        padding = x == -1
+        position = int(np.flatnonzero(padding[:-1] & ~padding[1:])[0])
+        return (
+            f"{where} has -1 padding in the middle: position {position} is -1 but "
+            f"position {position + 1} holds item {_format(x[position + 1])}. "
+            "-1 may only pad the end of a ranking."
+        )
+    if fault == "no_item":
+        return f"{where} holds no item: every ranking must rank at least one item."
+    if fault == "too_long":
+        length = int(np.count_nonzero(x != -1))
+        return (
+            f"{where} ranks {length} items, but n_items={n_items}: a ranking "
+            "cannot hold more items than there are."
+        )
+    if fault == "duplicate":
+        x_sorted = np.sort(x)
+        repeated = (x_sorted[1:] == x_sorted[:-1]) & (x_sorted[1:] != -1)
+        value = x_sorted[1:][repeated][0]
+        first, second = np.flatnonzero(x == value)[:2]
+        return (
+            f"{where} ranks item {_format(value)} more than once (at positions "
+            f"{first} and {second}): the items of a ranking must be distinct."
+        )
+    raise AssertionError(f"unknown fault {fault!r}")  # pragma: no cover
+
+
+def _format(value):
+    """Format a scalar id for a message: ``12.0`` as ``12``, ``nan`` as is."""
+    if isinstance(value, (float, np.floating)) and np.isfinite(value):
+        if value == np.floor(value):
+            return str(int(value))
+    if isinstance(value, np.generic):
+        value = value.item()
+    return str(value)
+
+
+def check_permutations(sigma, *, input_name="sigma"):
+    """Validate one or several central rankings (full permutations).
+
+    Parameters
+    ----------
+    sigma : array-like of shape (n_items,) or (n_centres, n_items)
+        Each row a permutation of ``0..n_items-1``, best first.
+    input_name : str, default="sigma"
+        Name of the input, used in error messages.
+
+    Returns
+    -------
+    sigmas : ndarray of shape (n_centres, n_items), dtype=np.intp
+        A fresh C-contiguous copy, one central ranking per row.
+    single : bool
+        Whether ``sigma`` was one ranking (1-D).
+
+    Raises
+    ------
+    ValueError
+        If ``sigma`` is empty, not 1-D or 2-D, or a row is not a permutation.
+
+    Examples
+    --------
+    >>> from rankmix._validation import check_permutations
+    >>> check_permutations([2, 0, 1])
+    (array([[2, 0, 1]]), True)
+    """
+    array = _as_numeric_array(sigma, input_name)
+    if array.ndim not in (1, 2) or array.size == 0:
+        raise ValueError(
+            f"{input_name} must be a non-empty 1-D permutation or a 2-D array of "
+            f"permutations, got shape {array.shape}."
+        )
+    single = array.ndim == 1
+    array = np.atleast_2d(array)
+    if not np.isfinite(array).all() or (array != np.round(array)).any():
+        raise ValueError(f"{input_name} must hold integer item ids.")
+    sigmas = np.ascontiguousarray(array, dtype=np.intp)
+    n_items = sigmas.shape[1]
+    bad = np.any(np.sort(sigmas, axis=1) != np.arange(n_items), axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        where = input_name if single else f"Row {row} of {input_name}"
+        raise ValueError(
+            f"{where} is not a permutation of 0..{n_items - 1}: every item id must "
+            f"appear exactly once, got {sigmas[row].tolist()}."
+        )
+    return sigmas, single
+
+
+def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
+    """Validate GM dispersions and broadcast them to (n_centres, n_stages).
+
+    Parameters
+    ----------
+    theta : float or array-like of shape (n,) or (n_centres, n)
+        Non-negative, finite dispersion per stage, ``n >= n_stages``; a scalar is
+        the same theta at every stage, a 1-D array is shared by all centres.
+    n_stages : int
+        The number of stages needed (the longest ranking).
+    n_centres : int, default=1
+        The number of centres.
+    input_name : str, default="theta"
+        Name of the input, used in error messages.
+
+    Returns
+    -------
+    thetas : ndarray of shape (n_centres, max(n, n_stages)), dtype=np.float64
+
+    Examples
+    --------
+    >>> from rankmix._validation import check_theta
+    >>> check_theta(0.5, n_stages=3)
+    array([[0.5, 0.5, 0.5]])
+    """
+    array = _as_numeric_array(theta, input_name).astype(np.float64)
+    if array.ndim == 0:
+        array = np.full(max(n_stages, 1), float(array))
+    if array.ndim == 1:
+        array = np.broadcast_to(array, (n_centres, array.shape[0]))
+    if array.ndim != 2 or array.shape[0] != n_centres:
+        raise ValueError(
+            f"{input_name} must be a scalar, a 1-D array or an array of shape "
+            f"({n_centres}, n_stages), got shape {array.shape}."
+        )
+    if array.shape[1] < n_stages:
+        raise ValueError(
+            f"{input_name} has {array.shape[1]} stages, but the rankings need "
+            f"{n_stages} (one per place of the longest ranking)."
+        )
+    if not np.isfinite(array).all() or (array < 0).any():
+        raise ValueError(f"{input_name} must be finite and >= 0, got {theta!r}.")
+    return np.ascontiguousarray(array)
