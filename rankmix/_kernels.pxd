@@ -50,3 +50,5 @@ cdef double slice_theta(
     double theta, double a, double b, intp_t m, double width, intp_t n_steps,
     bitgen_t* rng,
 ) noexcept nogil
+
+cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept nogil

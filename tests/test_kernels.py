@@ -330,3 +330,20 @@ def test_bit_generators_are_reproducible():
     assert not np.array_equal(_uniform_wrapper(chains[0], 4), _uniform_wrapper(chains[1], 4))
     with pytest.raises(TypeError, match="BitGenerator"):
         _uniform_wrapper(object(), 3)
+
+
+@pytest.mark.parametrize(
+    "a, b, m",
+    THETA_CASES + [(100.0, 100.0, 532), (1.0, 1.0, 1), (0.05, 0.0, 5), (2.0, 50.0, 3)],
+)
+def test_exact_theta_sampler_matches_target(a, b, m):
+    # adaptive rejection sampling draws exactly from density (10) (KS vs quadrature)
+    draws = _kernels.exact_sample_theta(a, b, m, 4000, np.random.PCG64(12))
+    assert np.all(draws >= 0)
+    pvalue = stats.kstest(draws, lambda x: ref.theta_cdf(x, a, b, m)).pvalue
+    assert pvalue > ALPHA
+
+
+def test_exact_theta_sampler_refuses_improper_targets():
+    with pytest.raises(ValueError, match="a > 0"):
+        _kernels.exact_sample_theta(0.0, 1.0, 3, 1, np.random.PCG64(0))
