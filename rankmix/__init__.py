@@ -3,7 +3,8 @@
 """rankmix: Dirichlet-process mixtures of rankings and vectors, fitted by MCMC."""
 
 from . import mallows
+from ._mallows import DPMallowsClustering
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["mallows", "__version__"]
+__all__ = ["DPMallowsClustering", "mallows", "__version__"]

@@ -4,7 +4,32 @@
 
 from numpy.random cimport bitgen_t
 
+from libc.stdint cimport int64_t
+
 ctypedef Py_ssize_t intp_t
+
+
+cdef struct Statistics:
+    # Compact sufficient statistics of a set of rankings (see _kernels.pyx).
+    intp_t n_ranked, n_stages, n_pairs
+    intp_t* items           # (D,) ranked items, increasing
+    double* counts          # (D, n_stages)
+    intp_t* pair_first      # (n_pairs,)
+    intp_t* pair_second
+    intp_t* pair_stage
+    double* pair_count
+    # growable work buffers and capacities
+    int64_t* keys
+    double* dense
+    intp_t cap_items, cap_counts, cap_pairs, cap_keys, cap_dense
+
+
+cdef void statistics_init(Statistics* st) noexcept nogil
+cdef void statistics_free(Statistics* st) noexcept nogil
+cdef int statistics_build(
+    Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
+    intp_t n_members, intp_t n_items, intp_t* local,
+) except -1 nogil
 
 
 cdef double log_psi(intp_t m, double theta) noexcept nogil

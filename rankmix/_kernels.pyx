@@ -36,7 +36,8 @@ from collections import namedtuple
 
 from libc.math cimport INFINITY, exp, expm1, fabs, floor, log
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.string cimport memset
 from numpy.random cimport bitgen_t
 
 from ._rng cimport bitgen_pointer, standard_exponential, uniform, uniform_index
@@ -238,6 +239,142 @@ cdef int compare_int64(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef int _reserve(void** buffer, intp_t* capacity, intp_t needed, size_t item) except -1 nogil:
+    """Grow a malloc'd buffer to hold at least ``needed`` items (doubling)."""
+    cdef void* grown
+    cdef intp_t new_capacity
+    if needed <= capacity[0]:
+        return 0
+    new_capacity = max(needed, 2 * capacity[0], 16)
+    grown = realloc(buffer[0], new_capacity * item)
+    if grown == NULL:
+        with gil:
+            raise MemoryError(f"could not allocate {new_capacity * item} bytes")
+    buffer[0] = grown
+    capacity[0] = new_capacity
+    return 0
+
+
+cdef void statistics_init(Statistics* st) noexcept nogil:
+    memset(st, 0, sizeof(Statistics))
+
+
+cdef void statistics_free(Statistics* st) noexcept nogil:
+    free(st.items)
+    free(st.counts)
+    free(st.pair_first)
+    free(st.pair_second)
+    free(st.pair_stage)
+    free(st.pair_count)
+    free(st.keys)
+    free(st.dense)
+    statistics_init(st)
+
+
+cdef int statistics_build(
+    Statistics* st,
+    const intp_t* X,              # IN (N, t_max) rankings
+    intp_t t_max,
+    const intp_t* members,        # IN (n_members,) rows of X in the set
+    intp_t n_members,
+    intp_t n_items,
+    intp_t* local,                # scratch (n_items,), all -1 on entry and on exit
+) except -1 nogil:
+    """Fill ``st`` with the compact sufficient statistics of ``X[members]``.
+
+    Precedences are counted in a dense (stage, second, first) array when the
+    cluster ranks few distinct items (D^2 t small next to the number of
+    precedences), else by sorting their integer keys; both list the pairs in the
+    same (stage, second, first) order. Buffers grow as needed and are reused from
+    one call to the next. O(n_items + sum_i t_i^2) work plus the sort.
+    """
+    cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
+    cdef intp_t n_cells
+    cdef int64_t width, key
+    cdef const intp_t* row
+
+    for i in range(n_members):
+        row = X + members[i] * t_max
+        t = row_length(row, t_max)
+        n_keys += t * (t - 1) // 2
+        for j in range(t):
+            local[row[j]] = 0
+    _reserve(<void**> &st.items, &st.cap_items, n_items, sizeof(intp_t))
+    # Items in increasing order, so that the statistics ignore the member order.
+    for item in range(n_items):
+        if local[item] == 0:
+            local[item] = n_ranked
+            st.items[n_ranked] = item
+            n_ranked += 1
+    st.n_ranked = n_ranked
+    st.n_stages = t_max
+    _reserve(<void**> &st.counts, &st.cap_counts, n_ranked * t_max, sizeof(double))
+    memset(st.counts, 0, n_ranked * t_max * sizeof(double))
+    width = n_ranked
+    n_cells = n_ranked * n_ranked * t_max
+
+    if n_cells <= 4 * n_keys + 1024:
+        _reserve(<void**> &st.dense, &st.cap_dense, n_cells, sizeof(double))
+        memset(st.dense, 0, n_cells * sizeof(double))
+        for i in range(n_members):
+            row = X + members[i] * t_max
+            t = row_length(row, t_max)
+            for j in range(t):
+                st.counts[local[row[j]] * t_max + j] += 1.0
+                for k in range(j):
+                    st.dense[(j * width + local[row[j]]) * width + local[row[k]]] += 1.0
+        for key in range(n_cells):
+            if st.dense[key] != 0.0:
+                n_pairs += 1
+        _reserve_pairs(st, n_pairs)
+        n_pairs = 0
+        for key in range(n_cells):
+            if st.dense[key] != 0.0:
+                st.pair_first[n_pairs] = key % width
+                st.pair_second[n_pairs] = (key // width) % width
+                st.pair_stage[n_pairs] = key // (width * width)
+                st.pair_count[n_pairs] = st.dense[key]
+                n_pairs += 1
+    else:
+        _reserve(<void**> &st.keys, &st.cap_keys, n_keys, sizeof(int64_t))
+        n_keys = 0
+        for i in range(n_members):
+            row = X + members[i] * t_max
+            t = row_length(row, t_max)
+            for j in range(t):
+                st.counts[local[row[j]] * t_max + j] += 1.0
+                for k in range(j):
+                    st.keys[n_keys] = (j * width + local[row[j]]) * width + local[row[k]]
+                    n_keys += 1
+        qsort(st.keys, n_keys, sizeof(int64_t), compare_int64)
+        _reserve_pairs(st, n_keys)
+        for k in range(n_keys):
+            if k == 0 or st.keys[k] != st.keys[k - 1]:
+                st.pair_first[n_pairs] = st.keys[k] % width
+                st.pair_second[n_pairs] = (st.keys[k] // width) % width
+                st.pair_stage[n_pairs] = st.keys[k] // (width * width)
+                st.pair_count[n_pairs] = 0.0
+                n_pairs += 1
+            st.pair_count[n_pairs - 1] += 1.0
+    st.n_pairs = n_pairs
+    for d in range(n_ranked):
+        local[st.items[d]] = -1
+    return 0
+
+
+cdef int _reserve_pairs(Statistics* st, intp_t n_pairs) except -1 nogil:
+    cdef intp_t cap = st.cap_pairs
+    _reserve(<void**> &st.pair_first, &cap, n_pairs, sizeof(intp_t))
+    cap = st.cap_pairs
+    _reserve(<void**> &st.pair_second, &cap, n_pairs, sizeof(intp_t))
+    cap = st.cap_pairs
+    _reserve(<void**> &st.pair_stage, &cap, n_pairs, sizeof(intp_t))
+    cap = st.cap_pairs
+    _reserve(<void**> &st.pair_count, &cap, n_pairs, sizeof(double))
+    st.cap_pairs = cap
+    return 0
+
+
 def ranking_statistics(
     const intp_t[:, ::1] X,          # IN (N, t_max)
     const intp_t[::1] members,       # IN (N_c,) rows of X in the set
@@ -246,75 +383,39 @@ def ranking_statistics(
     """Compact sufficient statistics of the rankings ``X[members]``.
 
     Returns a :class:`RankingStatistics`. The stage axis of ``counts`` has length
-    ``t_max``. Cost O(n_items + sum_i t_i^2 log) (one sort of the precedence keys);
-    memory O(n_items + sum_i t_i^2), never n_items^2 x t.
+    ``t_max``. Memory O(n_items + sum_i t_i^2), never n_items^2 x t.
     """
-    cdef intp_t t_max = X.shape[1], n_members = members.shape[0]
-    cdef intp_t i, j, k, t, d, n_ranked = 0, n_keys = 0, n_pairs = 0
-    cdef int64_t key, width
+    cdef Statistics st
     cdef intp_t[::1] local = np.full(n_items, -1, dtype=np.intp)
-    cdef const intp_t* row
-    cdef int64_t* keys = NULL
-
-    with nogil:
-        for i in range(n_members):
-            row = &X[members[i], 0]
-            t = row_length(row, t_max)
-            n_keys += t * (t - 1) // 2
-            for j in range(t):
-                local[row[j]] = 0
-        # Items in increasing order, so the statistics do not depend on member order.
-        for d in range(n_items):
-            if local[d] == 0:
-                local[d] = n_ranked
-                n_ranked += 1
-
-    items = np.flatnonzero(np.asarray(local) >= 0).astype(np.intp)
-    cdef double[:, ::1] counts = np.zeros((n_ranked, t_max), dtype=np.float64)
-    keys = <int64_t*> malloc(max(n_keys, 1) * sizeof(int64_t))
-    if keys == NULL:
-        raise MemoryError("could not allocate the precedence keys")
+    cdef intp_t t_max = X.shape[1]
+    cdef intp_t p, D
+    statistics_init(&st)
     try:
-        width = n_ranked
         with nogil:
-            n_keys = 0
-            for i in range(n_members):
-                row = &X[members[i], 0]
-                t = row_length(row, t_max)
-                for j in range(t):
-                    counts[local[row[j]], j] += 1.0
-                    for k in range(j):
-                        keys[n_keys] = (j * width + local[row[j]]) * width + local[row[k]]
-                        n_keys += 1
-            qsort(keys, n_keys, sizeof(int64_t), compare_int64)
-            for k in range(n_keys):
-                if k == 0 or keys[k] != keys[k - 1]:
-                    n_pairs += 1
-        pair_first = np.empty(n_pairs, dtype=np.intp)
-        pair_second = np.empty(n_pairs, dtype=np.intp)
-        pair_stage = np.empty(n_pairs, dtype=np.intp)
-        pair_count = np.zeros(n_pairs, dtype=np.float64)
-        _decode_pairs(keys, n_keys, width, pair_first, pair_second, pair_stage, pair_count)
+            statistics_build(
+                &st, &X[0, 0] if X.shape[0] else NULL, t_max,
+                &members[0] if members.shape[0] else NULL, members.shape[0],
+                n_items, &local[0] if n_items else NULL,
+            )
+        D = st.n_ranked
+        items = np.empty(D, dtype=np.intp)
+        counts = np.empty((D, t_max), dtype=np.float64)
+        for p in range(D):
+            items[p] = st.items[p]
+        for p in range(D * t_max):
+            counts.flat[p] = st.counts[p]
+        pair_first = np.empty(st.n_pairs, dtype=np.intp)
+        pair_second = np.empty(st.n_pairs, dtype=np.intp)
+        pair_stage = np.empty(st.n_pairs, dtype=np.intp)
+        pair_count = np.empty(st.n_pairs, dtype=np.float64)
+        for p in range(st.n_pairs):
+            pair_first[p] = st.pair_first[p]
+            pair_second[p] = st.pair_second[p]
+            pair_stage[p] = st.pair_stage[p]
+            pair_count[p] = st.pair_count[p]
     finally:
-        free(keys)
-    return RankingStatistics(
-        items, np.asarray(counts), pair_first, pair_second, pair_stage, pair_count
-    )
-
-
-cdef void _decode_pairs(
-    const int64_t* keys, intp_t n_keys, int64_t width,
-    intp_t[::1] first, intp_t[::1] second, intp_t[::1] stage, double[::1] count,
-) noexcept nogil:
-    """Run-length decode sorted keys (stage * D + second) * D + first."""
-    cdef intp_t k, p = -1
-    for k in range(n_keys):
-        if k == 0 or keys[k] != keys[k - 1]:
-            p += 1
-            first[p] = keys[k] % width
-            second[p] = (keys[k] // width) % width
-            stage[p] = keys[k] // (width * width)
-        count[p] += 1.0
+        statistics_free(&st)
+    return RankingStatistics(items, counts, pair_first, pair_second, pair_stage, pair_count)
 
 
 cdef void weighted_statistics(

@@ -1,0 +1,264 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Base class of the Dirichlet-process mixture estimators."""
+
+from abc import ABCMeta, abstractmethod
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from ._engine import n_kept_draws, run_chains
+
+
+class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta):
+    """Shared fitting, prediction and scoring of the DP mixture estimators.
+
+    Subclasses supply the model through hooks: ``_prepare`` (validate the training
+    data and resolve the priors), ``_chain_factory`` (the compiled chain),
+    ``_component_log_density`` (each cluster's log-density in one draw),
+    ``_new_cluster_log_density`` (the prior predictive of a new cluster),
+    ``_describe_clusters`` (fitted attributes from the point-estimate draw),
+    ``_check_new_data`` and ``_sample_components``.
+
+    A draw's parameters are a tuple whose last element is the cluster sizes.
+    """
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "burn_in": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    @abstractmethod
+    def __init__(
+        self, *, alpha, n_iter, burn_in, thin, n_chains, n_jobs, random_state, verbose
+    ):
+        self.alpha = alpha
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- hooks ---------------------------------------------------------------
+
+    @abstractmethod
+    def _prepare(self, X):
+        """Validate training data, set priors and input attributes; return X."""
+
+    @abstractmethod
+    def _chain_factory(self, X):
+        """A callable ``make_chain(bit_generator)`` for the engine."""
+
+    @abstractmethod
+    def _component_log_density(self, X, parameters):
+        """(n_samples, K) log-densities of each cluster of one draw."""
+
+    @abstractmethod
+    def _new_cluster_log_density(self, X):
+        """(n_samples,) log prior-predictive density of a new cluster."""
+
+    @abstractmethod
+    def _describe_clusters(self, parameters):
+        """Set the model's fitted attributes from the point-estimate draw."""
+
+    @abstractmethod
+    def _check_new_data(self, X):
+        """Validate data at predict time; return it."""
+
+    @abstractmethod
+    def _sample_components(self, components, parameters, rng):
+        """One sample from each listed cluster of a draw."""
+
+    # -- fitting ---------------------------------------------------------------
+
+    def fit(self, X, y=None):
+        """Run the MCMC chains and summarise the posterior.
+
+        Parameters
+        ----------
+        X : array-like
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self.fit_predict(X, y)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_predict(self, X, y=None):
+        """Fit the model and return the point estimate of the clustering.
+
+        Parameters
+        ----------
+        X : array-like
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            ``labels_``: the kept draw with the least mean variation of information
+            to the other kept draws.
+        """
+        if self.burn_in >= self.n_iter:
+            raise ValueError(
+                f"burn_in={self.burn_in} must be smaller than n_iter={self.n_iter}: "
+                "no draw would be kept after burn-in."
+            )
+        X = self._prepare(X)
+        posterior = run_chains(
+            self._chain_factory(X),
+            n_iter=self.n_iter,
+            burn_in=self.burn_in,
+            thin=self.thin,
+            n_chains=self.n_chains,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+            verbose=self.verbose,
+        )
+        self.label_samples_ = posterior.label_samples
+        self.trace_ = posterior.trace
+        self.n_iter_ = self.n_iter
+        self._draws = posterior.parameters
+        self._n_train = X.shape[0]
+        best = posterior.parameters[posterior.best_draw]
+        self.labels_ = posterior.label_samples[posterior.best_draw].copy()
+        self.n_clusters_ = len(best[-1])
+        self.weights_ = best[-1] / best[-1].sum()
+        self._best_parameters = best
+        self._describe_clusters(best)
+        return self.labels_
+
+    # -- prediction and scoring --------------------------------------------------
+
+    def _estimate_weighted_log_prob(self, X):
+        log_density = self._component_log_density(X, self._best_parameters)
+        return log_density + np.log(self.weights_)
+
+    def predict_proba(self, X):
+        """Posterior probability of each cluster of ``labels_`` for new samples.
+
+        Only the existing clusters compete (a sample is not offered a new cluster).
+
+        Parameters
+        ----------
+        X : array-like
+            New samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_clusters_)
+        """
+        check_is_fitted(self)
+        X = self._check_new_data(X)
+        weighted = self._estimate_weighted_log_prob(X)
+        return np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
+
+    def predict(self, X):
+        """The most probable cluster of ``labels_`` for each new sample.
+
+        Parameters
+        ----------
+        X : array-like
+            New samples.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = self._check_new_data(X)
+        return self._estimate_weighted_log_prob(X).argmax(axis=1)
+
+    def score_samples(self, X):
+        """Log posterior-predictive density of each sample.
+
+        For every kept draw the predictive is the DP mixture
+        ``sum_k n_k / (N + alpha) f_k(x) + alpha / (N + alpha) f_0(x)``, with
+        ``f_0`` the prior predictive of a new cluster; the draws' densities are
+        averaged. Each draw's mixture is normalised, so the result is a normalised
+        density whatever the sampler.
+
+        Parameters
+        ----------
+        X : array-like
+            New samples.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = self._check_new_data(X)
+        log_new = np.log(self.alpha) + self._new_cluster_log_density(X)
+        log_norm = np.log(self._n_train + self.alpha)
+        per_draw = np.empty((len(self._draws), X.shape[0]))
+        for d, parameters in enumerate(self._draws):
+            terms = self._component_log_density(X, parameters) + np.log(parameters[-1])
+            per_draw[d] = np.logaddexp(logsumexp(terms, axis=1), log_new) - log_norm
+        return logsumexp(per_draw, axis=0) - np.log(len(self._draws))
+
+    def score(self, X, y=None):
+        """Mean log posterior-predictive density of the samples (higher is better).
+
+        Parameters
+        ----------
+        X : array-like
+            New samples.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+        """
+        return float(self.score_samples(X).mean())
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw samples from the clusters of ``labels_``, in proportion to ``weights_``.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Number of samples.
+        random_state : int, RandomState instance or None, default=None
+            Pass an int for reproducible output across multiple function calls.
+
+        Returns
+        -------
+        X : ndarray
+            The samples.
+        labels : ndarray of shape (n_samples,)
+            The cluster of each sample.
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+        rng = check_random_state(random_state)
+        labels = np.sort(rng.choice(self.n_clusters_, size=n_samples, p=self.weights_))
+        return self._sample_components(labels, self._best_parameters, rng), labels
+
+    @property
+    def n_draws_(self):
+        """Number of kept draws, all chains together."""
+        check_is_fitted(self)
+        return self.n_chains * n_kept_draws(self.n_iter, self.burn_in, self.thin)

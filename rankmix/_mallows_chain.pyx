@@ -1,0 +1,666 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""One MCMC chain of the DP mixture of generalized Mallows models, compiled.
+
+The chain holds the clustering and, per cluster, its central ranking sigma and stage
+dispersions theta (Meila & Chen 2010). A sweep releases the GIL for all its work:
+the assignment step (eq. 11 for Slice-Gibbs; the Beta-function predictive of
+Figure 5 for Beta-Gibbs), then per cluster ``n_gibbs`` rounds of sigma | theta and
+theta | sigma. Clusters live in slots that are reused when a cluster empties, so
+no relabelling pass over the data is ever needed.
+
+New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
+alpha (n - t_i)! / n! (Lemma 1) and their parameters are then drawn given the one
+ranking pi_i. For Slice-Gibbs that draw is exact: summing over sigma shows that
+one ranking carries no information on theta (its codes sweep every value equally
+often), so theta comes from the prior (by adaptive rejection sampling) and sigma |
+theta, pi_i has independent truncated-geometric codes. Beta-Gibbs uses the paper's
+Sample-sigma-N1 (its Beta approximation) instead.
+"""
+
+import numpy as np
+
+from libc.math cimport INFINITY, exp, lgamma, log
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+from numpy.random cimport bitgen_t
+
+from ._kernels cimport (
+    Statistics, codes_one, intp_t, log_psi, mh_sigma, row_length, slice_theta,
+    stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
+    theta_exact, weighted_statistics,
+)
+from ._rng cimport bitgen_pointer, uniform, uniform_index
+
+cdef extern from "numpy/random/distributions.h":
+    double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
+
+
+cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
+    cdef void* grown = realloc(pointer, size if size > 0 else 1)
+    if grown == NULL:
+        with gil:
+            raise MemoryError(f"could not allocate {size} bytes")
+    return grown
+
+
+cdef class MallowsChain:
+    """State and sweeps of one chain (see the module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, T), dtype=np.intp
+        Validated rankings, -1 padded; ``T`` stages are modelled.
+    n_items : int
+        Number of items n (every id in X is below it).
+    alpha, nu : float
+        DP concentration and prior strength.
+    r : ndarray of shape (T,)
+        Prior parameters r_j.
+    log_z0 : ndarray of shape (T,)
+        log of the normaliser of the theta_j prior, exp(-nu (theta r_j + log psi)).
+    beta_gibbs : bool
+        Beta-Gibbs (Figure 5) if True, Slice-Gibbs (Figure 1) otherwise.
+    use_mh : bool
+        Metropolis-Hastings sigma update (exact) if True, the plain stagewise rule
+        otherwise.
+    n_gibbs, n_slices : int
+        The paper's T_Gibbs and T_Slices.
+    init_clusters : int
+        Number of clusters of the random initial clustering.
+    bit_generator : numpy.random.BitGenerator
+        This chain's own random stream.
+    """
+
+    cdef object bit_generator
+    cdef bitgen_t* rng
+    cdef const intp_t[:, ::1] X
+    cdef intp_t[::1] lengths
+    cdef intp_t[::1] labels
+    cdef intp_t N, n, T
+    cdef double alpha, nu, slice_width, log_n_factorial
+    cdef double[::1] r, log_z0, log_new
+    cdef bint beta_gibbs, use_mh
+    cdef intp_t n_gibbs, n_slices
+    cdef public double log_joint
+
+    # cluster slots
+    cdef intp_t capacity, n_active, n_free
+    cdef intp_t* active        # (capacity,) active slot ids
+    cdef intp_t* active_pos    # (capacity,) index of a slot in active, -1 if free
+    cdef intp_t* free_slots    # (capacity,) stack of free slot ids
+    cdef intp_t* size          # (capacity,)
+    cdef intp_t* sigma         # (capacity, n)
+    cdef intp_t* position      # (capacity, n) inverse of sigma
+    cdef double* theta         # (capacity, T)
+    cdef double* log_norm      # (capacity, T + 1) cumulative log psi_{n-1-j}(theta_j)
+    cdef double* code_sum      # (capacity, T) Beta-Gibbs: S_j(sigma) of the members
+    cdef double* stage_count   # (capacity, T) Beta-Gibbs: N_j of the members
+    cdef double* table         # (capacity, T, n) Beta-Gibbs predictive log-terms
+    cdef double* log_prob      # (capacity + 1,) assignment scratch
+
+    # scratch
+    cdef intp_t* code          # (T,)
+    cdef intp_t* old_code      # (T,)
+    cdef intp_t* members       # (N,)
+    cdef intp_t* member_start  # (capacity + 1,)
+    cdef intp_t* local         # (n,) all -1 between uses
+    cdef intp_t* st_local      # (n,) stagewise scratch
+    cdef intp_t* unranked      # (n,)
+    cdef intp_t* proposal      # (n,)
+    cdef char* placed          # (n,)
+    cdef char* taken           # (n,)
+    cdef double* rho           # (n,)
+    cdef double* weight        # (n,)
+    cdef double* preceded      # (n, n)
+    cdef double* sums          # (T,)
+    cdef double* stage_n       # (T,)
+    cdef double* code_logw     # (n,)
+    cdef Statistics st
+
+    def __cinit__(self):
+        statistics_init(&self.st)
+
+    def __init__(
+        self, const intp_t[:, ::1] X, intp_t n_items, double alpha, double nu,
+        const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
+        intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
+        double slice_width=1.0,
+    ):
+        cdef intp_t t, i, j, k, n_init
+        self.X = X
+        self.N = X.shape[0]
+        self.T = X.shape[1]
+        self.n = n_items
+        self.alpha = alpha
+        self.nu = nu
+        self.r = np.array(r, dtype=np.float64)
+        self.log_z0 = np.array(log_z0, dtype=np.float64)
+        self.beta_gibbs = beta_gibbs
+        self.use_mh = use_mh
+        self.n_gibbs = n_gibbs
+        self.n_slices = n_slices
+        self.slice_width = slice_width
+        self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+        self.rng = bitgen_pointer(self.bit_generator)
+        self.log_n_factorial = lgamma(n_items + 1.0)
+        self.lengths = np.empty(self.N, dtype=np.intp)
+        for i in range(self.N):
+            self.lengths[i] = row_length(&X[i, 0], self.T)
+        # log alpha (n - t)! / n!: the new-cluster term of eq. (11), by length t
+        self.log_new = np.array(
+            [log(alpha) + lgamma(n_items - t + 1.0) - self.log_n_factorial
+             for t in range(self.T + 1)]
+        )
+        self.labels = np.empty(self.N, dtype=np.intp)
+
+        self.code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
+        self.old_code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
+        self.members = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
+        self.local = <intp_t*> malloc(self.n * sizeof(intp_t))
+        self.st_local = <intp_t*> malloc(self.n * sizeof(intp_t))
+        self.unranked = <intp_t*> malloc(self.n * sizeof(intp_t))
+        self.proposal = <intp_t*> malloc(self.n * sizeof(intp_t))
+        self.placed = <char*> malloc(self.n * sizeof(char))
+        self.taken = <char*> malloc(self.n * sizeof(char))
+        self.rho = <double*> malloc(self.n * sizeof(double))
+        self.weight = <double*> malloc(self.n * sizeof(double))
+        self.preceded = <double*> malloc(self.n * self.n * sizeof(double))
+        self.sums = <double*> malloc(max(self.T, 1) * sizeof(double))
+        self.stage_n = <double*> malloc(max(self.T, 1) * sizeof(double))
+        self.code_logw = <double*> malloc(self.n * sizeof(double))
+        if (self.code == NULL or self.old_code == NULL or self.members == NULL
+                or self.local == NULL or self.st_local == NULL or self.unranked == NULL
+                or self.proposal == NULL or self.placed == NULL or self.taken == NULL
+                or self.rho == NULL or self.weight == NULL or self.preceded == NULL
+                or self.sums == NULL or self.stage_n == NULL or self.code_logw == NULL):
+            raise MemoryError("could not allocate the chain's work arrays")
+        for j in range(self.n):
+            self.local[j] = -1
+        self.capacity = 0
+        self._grow(max(2 * init_clusters, 16))
+
+        n_init = max(1, min(init_clusters, self.N))
+        with self.bit_generator.lock, nogil:
+            self._initialise(n_init)
+
+    def __dealloc__(self):
+        statistics_free(&self.st)
+        free(self.active); free(self.active_pos); free(self.free_slots)
+        free(self.size); free(self.sigma); free(self.position); free(self.theta)
+        free(self.log_norm); free(self.code_sum); free(self.stage_count)
+        free(self.table); free(self.log_prob); free(self.code); free(self.old_code)
+        free(self.members); free(self.member_start); free(self.local)
+        free(self.st_local); free(self.unranked); free(self.proposal)
+        free(self.placed); free(self.taken); free(self.rho); free(self.weight)
+        free(self.preceded); free(self.sums); free(self.stage_n); free(self.code_logw)
+
+    # -- slots ---------------------------------------------------------------
+
+    cdef int _grow(self, intp_t capacity) except -1 nogil:
+        """Reallocate every per-slot array for ``capacity`` slots."""
+        cdef intp_t old = self.capacity, c
+        if capacity <= old:
+            return 0
+        self.active = <intp_t*> _realloc(self.active, capacity * sizeof(intp_t))
+        self.active_pos = <intp_t*> _realloc(self.active_pos, capacity * sizeof(intp_t))
+        self.free_slots = <intp_t*> _realloc(self.free_slots, capacity * sizeof(intp_t))
+        self.size = <intp_t*> _realloc(self.size, capacity * sizeof(intp_t))
+        self.sigma = <intp_t*> _realloc(self.sigma, capacity * self.n * sizeof(intp_t))
+        self.position = <intp_t*> _realloc(self.position, capacity * self.n * sizeof(intp_t))
+        self.theta = <double*> _realloc(self.theta, capacity * self.T * sizeof(double))
+        self.log_norm = <double*> _realloc(self.log_norm, capacity * (self.T + 1) * sizeof(double))
+        self.log_prob = <double*> _realloc(self.log_prob, (capacity + 1) * sizeof(double))
+        self.member_start = <intp_t*> _realloc(self.member_start, (capacity + 1) * sizeof(intp_t))
+        if self.beta_gibbs:
+            self.code_sum = <double*> _realloc(self.code_sum, capacity * self.T * sizeof(double))
+            self.stage_count = <double*> _realloc(self.stage_count, capacity * self.T * sizeof(double))
+            self.table = <double*> _realloc(self.table, capacity * self.T * self.n * sizeof(double))
+        # New slots go on the free stack, lowest id on top.
+        for c in range(capacity - 1, old - 1, -1):
+            self.active_pos[c] = -1
+            self.size[c] = 0
+            self.free_slots[self.n_free] = c
+            self.n_free += 1
+        self.capacity = capacity
+        return 0
+
+    cdef intp_t _open_slot(self) except -1 nogil:
+        cdef intp_t c
+        if self.n_free == 0:
+            self._grow(2 * self.capacity)
+        self.n_free -= 1
+        c = self.free_slots[self.n_free]
+        self.active_pos[c] = self.n_active
+        self.active[self.n_active] = c
+        self.n_active += 1
+        self.size[c] = 0
+        return c
+
+    cdef void _close_slot(self, intp_t c) noexcept nogil:
+        cdef intp_t p = self.active_pos[c], last = self.active[self.n_active - 1]
+        self.active[p] = last
+        self.active_pos[last] = p
+        self.n_active -= 1
+        self.active_pos[c] = -1
+        self.free_slots[self.n_free] = c
+        self.n_free += 1
+
+    # -- per-cluster derived tables -------------------------------------------
+
+    cdef void _refresh(self, intp_t c) noexcept nogil:
+        """Recompute what depends on (sigma, theta) and, for Beta-Gibbs, the stats."""
+        cdef intp_t j, s, r, top
+        cdef intp_t* sig = self.sigma + c * self.n
+        cdef intp_t* pos = self.position + c * self.n
+        cdef double* th = self.theta + c * self.T
+        cdef double* norm = self.log_norm + c * (self.T + 1)
+        for r in range(self.n):
+            pos[sig[r]] = r
+        norm[0] = 0.0
+        for j in range(self.T):
+            norm[j + 1] = norm[j] + log_psi(self.n - 1 - j, th[j])
+        if self.beta_gibbs:
+            for j in range(self.T):
+                self._refresh_table(c, j)
+
+    cdef void _refresh_table(self, intp_t c, intp_t j) noexcept nogil:
+        """table[c, j, s] = log Beta(s + A, B + 1) / Beta(A, B), s = 0..n-1-j.
+
+        A = nu r_j + S_j and B = nu + N_j + 1 (Figure 5). The ratio of consecutive
+        terms is (A + s - 1) / (A + B + s), so the table costs one log per entry and
+        no log-gamma.
+        """
+        cdef double a = self.nu * self.r[j] + self.code_sum[c * self.T + j]
+        cdef double b = self.nu + self.stage_count[c * self.T + j] + 1.0
+        cdef double* row = self.table + (c * self.T + j) * self.n
+        cdef intp_t s
+        row[0] = log(b / (a + b))
+        for s in range(1, self.n - j):
+            row[s] = row[s - 1] + log((a + s - 1.0) / (a + b + s))
+
+    cdef inline void _codes(self, intp_t i, intp_t c, intp_t* out) noexcept nogil:
+        codes_one(&self.X[i, 0], self.lengths[i], self.position + c * self.n, out)
+
+    cdef double _gm_log_likelihood(self, intp_t i, intp_t c) noexcept nogil:
+        cdef intp_t j, t = self.lengths[i]
+        cdef double* th = self.theta + c * self.T
+        cdef double value = -self.log_norm[c * (self.T + 1) + t]
+        self._codes(i, c, self.code)
+        for j in range(t):
+            value -= th[j] * self.code[j]
+        return value
+
+    cdef double _beta_from_table(self, intp_t i, intp_t c) noexcept nogil:
+        cdef intp_t j, t = self.lengths[i]
+        cdef double value = 0.0
+        self._codes(i, c, self.code)
+        for j in range(t):
+            value += self.table[(c * self.T + j) * self.n + self.code[j]]
+        return value
+
+    cdef double _beta_direct(self, intp_t i, intp_t c, const intp_t* codes) noexcept nogil:
+        """The Beta-Gibbs predictive of ranking i in cluster c, from c's current stats.
+
+        Used for the ranking's own cluster, whose stats have just lost it: a few
+        log-gammas per ranking spare a table refresh whenever it stays put.
+        """
+        cdef intp_t j, t = self.lengths[i]
+        cdef double a, b, value = 0.0
+        for j in range(t):
+            a = self.nu * self.r[j] + self.code_sum[c * self.T + j]
+            b = self.nu + self.stage_count[c * self.T + j] + 1.0
+            value += (lgamma(codes[j] + a) + lgamma(b + 1.0) - lgamma(codes[j] + a + b + 1.0)
+                      - lgamma(a) - lgamma(b) + lgamma(a + b))
+        return value
+
+    cdef void _add_stats(self, intp_t c, intp_t i, const intp_t* codes, double sign) noexcept nogil:
+        cdef intp_t j
+        for j in range(self.lengths[i]):
+            self.code_sum[c * self.T + j] += sign * codes[j]
+            self.stage_count[c * self.T + j] += sign
+
+    # -- new clusters -----------------------------------------------------------
+
+    cdef void _place_codes(self, intp_t c, intp_t i) noexcept nogil:
+        """sigma with s_j(pi_i | sigma) = code[j]: pi_i(j) takes the code[j]-th free
+        position; the other items fill the remaining positions in uniform order."""
+        cdef intp_t j, r, k, count, m, slot, t = self.lengths[i]
+        cdef intp_t* sig = self.sigma + c * self.n
+        cdef const intp_t* x = &self.X[i, 0]
+        for r in range(self.n):
+            sig[r] = -1
+        for j in range(t):
+            count = -1
+            for r in range(self.n):
+                if sig[r] < 0:
+                    count += 1
+                    if count == self.code[j]:
+                        sig[r] = x[j]
+                        break
+        # The unranked items, shuffled into the free positions (Fisher-Yates).
+        for k in range(self.n):
+            self.taken[k] = 0
+        for j in range(t):
+            self.taken[x[j]] = 1
+        m = 0
+        for k in range(self.n):
+            if not self.taken[k]:
+                self.unranked[m] = k
+                m += 1
+        for r in range(self.n):
+            if sig[r] < 0:
+                slot = uniform_index(self.rng, m)
+                sig[r] = self.unranked[slot]
+                self.unranked[slot] = self.unranked[m - 1]
+                m -= 1
+
+    cdef intp_t _draw_code(self, intp_t top) noexcept nogil:
+        """A code in 0..top-1 with P(k) proportional to exp(code_logw[k])."""
+        cdef intp_t k
+        cdef double high = -INFINITY, total = 0.0, u
+        for k in range(top):
+            if self.code_logw[k] > high:
+                high = self.code_logw[k]
+        for k in range(top):
+            total += exp(self.code_logw[k] - high)
+        u = uniform(self.rng) * total
+        for k in range(top):
+            u -= exp(self.code_logw[k] - high)
+            if u < 0.0:
+                return k
+        return top - 1
+
+    cdef void _new_cluster(self, intp_t c, intp_t i) noexcept nogil:
+        """Parameters of a new cluster given its one ranking pi_i (module docstring)."""
+        cdef intp_t j, k, t = self.lengths[i], top
+        cdef double a, b, beta
+        cdef double* th = self.theta + c * self.T
+        if not self.beta_gibbs:
+            for j in range(self.T):
+                th[j] = theta_exact(self.nu * self.r[j], self.nu, self.n - 1 - j, self.rng)
+            for j in range(t):
+                top = self.n - j
+                for k in range(top):
+                    self.code_logw[k] = -th[j] * k
+                self.code[j] = self._draw_code(top)
+            self._place_codes(c, i)
+        else:
+            self._sample_sigma_n1(c, i)
+            for j in range(self.T):
+                self.code_sum[c * self.T + j] = self.code[j] if j < t else 0.0
+                self.stage_count[c * self.T + j] = 1.0 if j < t else 0.0
+            self._beta_theta(c)
+        self._refresh(c)
+
+    cdef void _sample_sigma_n1(self, intp_t c, intp_t i) noexcept nogil:
+        """Sample-sigma-N1 (Figure 4): P(V_j = k) proportional to Beta(nu r_j + k, nu + 2).
+
+        This is the paper's Beta approximation of the exact law, used by Beta-Gibbs
+        only. Consecutive Beta ratios are (a + k - 1) / (a + k - 1 + b).
+        """
+        cdef intp_t j, k, top, t = self.lengths[i]
+        cdef double a, b = self.nu + 2.0
+        for j in range(t):
+            a = self.nu * self.r[j]
+            top = self.n - j
+            self.code_logw[0] = 0.0
+            for k in range(1, top):
+                self.code_logw[k] = self.code_logw[k - 1] + log((a + k - 1.0) / (a + k - 1.0 + b))
+            self.code[j] = self._draw_code(top)
+        self._place_codes(c, i)
+
+    cdef void _beta_theta(self, intp_t c) noexcept nogil:
+        """theta_j | sigma by eq. (12): exp(-theta_j) ~ Beta(nu r_j + S_j, nu + N_j + 1)."""
+        cdef intp_t j
+        cdef double x
+        for j in range(self.T):
+            x = random_beta(
+                self.rng, self.nu * self.r[j] + self.code_sum[c * self.T + j],
+                self.nu + self.stage_count[c * self.T + j] + 1.0,
+            )
+            self.theta[c * self.T + j] = -log(x) if x > 1e-300 else 690.0
+
+    # -- the sweep ------------------------------------------------------------------
+
+    cdef int _assign(self) except -1 nogil:
+        """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
+        cdef intp_t i, a, c, c_old, choice, t, j
+        cdef double high, total, u
+        cdef bint alive
+        for i in range(self.N):
+            t = self.lengths[i]
+            c_old = self.labels[i]
+            self.size[c_old] -= 1
+            if self.beta_gibbs:
+                self._codes(i, c_old, self.old_code)
+                self._add_stats(c_old, i, self.old_code, -1.0)
+            alive = self.size[c_old] > 0
+            if not alive:
+                self._close_slot(c_old)
+
+            high = -INFINITY
+            for a in range(self.n_active):
+                c = self.active[a]
+                if not self.beta_gibbs:
+                    self.log_prob[a] = log(<double> self.size[c]) + self._gm_log_likelihood(i, c)
+                elif c == c_old:
+                    self.log_prob[a] = log(<double> self.size[c]) + self._beta_direct(i, c, self.old_code)
+                else:
+                    self.log_prob[a] = log(<double> self.size[c]) + self._beta_from_table(i, c)
+                if self.log_prob[a] > high:
+                    high = self.log_prob[a]
+            self.log_prob[self.n_active] = self.log_new[t]
+            if self.log_new[t] > high:
+                high = self.log_new[t]
+            total = 0.0
+            for a in range(self.n_active + 1):
+                total += exp(self.log_prob[a] - high)
+            u = uniform(self.rng) * total
+            choice = self.n_active
+            for a in range(self.n_active + 1):
+                u -= exp(self.log_prob[a] - high)
+                if u < 0.0:
+                    choice = a
+                    break
+
+            if choice == self.n_active:
+                c = self._open_slot()
+                self._new_cluster(c, i)
+            else:
+                c = self.active[choice]
+                if self.beta_gibbs:
+                    if c == c_old:
+                        self._add_stats(c, i, self.old_code, 1.0)
+                    else:
+                        self._codes(i, c, self.code)
+                        self._add_stats(c, i, self.code, 1.0)
+                        for j in range(self.T):
+                            self._refresh_table(c, j)
+            if self.beta_gibbs and alive and c != c_old:
+                for j in range(self.T):
+                    self._refresh_table(c_old, j)
+            self.size[c] += 1
+            self.labels[i] = c
+        return 0
+
+    cdef void _group_members(self) noexcept nogil:
+        """members[member_start[c]:member_start[c + 1]]: the rankings of slot c."""
+        cdef intp_t i, c, total = 0
+        for c in range(self.capacity + 1):
+            self.member_start[c] = 0
+        for i in range(self.N):
+            self.member_start[self.labels[i] + 1] += 1
+        for c in range(self.capacity):
+            self.member_start[c + 1] += self.member_start[c]
+        for i in range(self.N):
+            c = self.labels[i]
+            self.members[self.member_start[c]] = i
+            self.member_start[c] += 1
+        # member_start[c] now holds the end of slot c: shift back to the starts.
+        for c in range(self.capacity, 0, -1):
+            self.member_start[c] = self.member_start[c - 1]
+        self.member_start[0] = 0
+
+    cdef int _update_parameters(self) except -1 nogil:
+        """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data."""
+        cdef intp_t a, c, g, j, d, D
+        cdef double log_z
+        cdef intp_t* sig
+        cdef intp_t* pos
+        cdef double* th
+        self._group_members()
+        for a in range(self.n_active):
+            c = self.active[a]
+            sig = self.sigma + c * self.n
+            pos = self.position + c * self.n
+            th = self.theta + c * self.T
+            if self.beta_gibbs and self.size[c] == 1:
+                # Figure 5: a singleton's centre by Sample-sigma-N1, theta by (12).
+                self._sample_sigma_n1(c, self.members[self.member_start[c]])
+                for j in range(self.T):
+                    self.code_sum[c * self.T + j] = self.code[j] if j < self.lengths[self.members[self.member_start[c]]] else 0.0
+                    self.stage_count[c * self.T + j] = 1.0 if j < self.lengths[self.members[self.member_start[c]]] else 0.0
+                self._beta_theta(c)
+                self._refresh(c)
+                continue
+            statistics_build(
+                &self.st, &self.X[0, 0], self.T, self.members + self.member_start[c],
+                self.size[c], self.n, self.local,
+            )
+            D = self.st.n_ranked
+            for j in range(self.T):
+                self.stage_n[j] = 0.0
+                for d in range(D):
+                    self.stage_n[j] += self.st.counts[d * self.T + j]
+            for g in range(self.n_gibbs):
+                weighted_statistics(
+                    D, self.T, self.st.counts, self.st.n_pairs, self.st.pair_first,
+                    self.st.pair_second, self.st.pair_stage, self.st.pair_count, th,
+                    self.weight, self.preceded,
+                )
+                if self.use_mh:
+                    mh_sigma(self.n, D, self.st.items, self.weight, self.preceded,
+                             self.rng, sig, self.proposal, self.st_local, self.rho,
+                             self.placed, self.unranked)
+                else:
+                    stagewise(self.n, D, self.st.items, self.weight, self.preceded,
+                              self.rng, sig, &log_z, self.st_local, self.rho,
+                              self.placed, self.unranked)
+                for j in range(self.n):
+                    pos[sig[j]] = j
+                stage_sums(
+                    D, self.T, self.st.items, self.st.counts, self.st.n_pairs,
+                    self.st.pair_first, self.st.pair_second, self.st.pair_stage,
+                    self.st.pair_count, pos, self.sums,
+                )
+                if self.beta_gibbs:
+                    for j in range(self.T):
+                        self.code_sum[c * self.T + j] = self.sums[j]
+                        self.stage_count[c * self.T + j] = self.stage_n[j]
+                    self._beta_theta(c)
+                else:
+                    for j in range(self.T):
+                        th[j] = slice_theta(
+                            th[j], self.nu * self.r[j] + self.sums[j],
+                            self.nu + self.stage_n[j], self.n - 1 - j,
+                            self.slice_width, self.n_slices, self.rng,
+                        )
+            self._refresh(c)
+        return 0
+
+    cdef double _compute_log_joint(self) noexcept nogil:
+        """log p(c, sigma, theta, X) with the exact model (constants included)."""
+        cdef intp_t a, c, i, j
+        cdef double value = self.n_active * log(self.alpha)
+        cdef double* th
+        for i in range(self.N):
+            value -= log(self.alpha + i)
+            value += self._gm_log_likelihood(i, self.labels[i])
+        for a in range(self.n_active):
+            c = self.active[a]
+            th = self.theta + c * self.T
+            value += lgamma(<double> self.size[c]) - self.log_n_factorial
+            for j in range(self.T):
+                value -= self.nu * (th[j] * self.r[j] + log_psi(self.n - 1 - j, th[j]))
+                value -= self.log_z0[j]
+        return value
+
+    cdef int _initialise(self, intp_t n_init) except -1 nogil:
+        """A random clustering with n_init clusters, then parameters fitted to it."""
+        cdef intp_t i, a, c, k, j, r, slot
+        cdef intp_t* map_ = self.members  # scratch: cluster index -> slot
+        for k in range(n_init):
+            map_[k] = -1
+        for i in range(self.N):
+            k = uniform_index(self.rng, n_init)
+            if map_[k] < 0:
+                map_[k] = self._open_slot()
+            self.labels[i] = map_[k]
+            self.size[map_[k]] += 1
+        for a in range(self.n_active):
+            c = self.active[a]
+            for j in range(self.T):
+                self.theta[c * self.T + j] = theta_exact(
+                    self.nu * self.r[j], self.nu, self.n - 1 - j, self.rng)
+            for r in range(self.n):
+                self.sigma[c * self.n + r] = r
+            for r in range(self.n - 1, 0, -1):
+                slot = uniform_index(self.rng, r + 1)
+                self.sigma[c * self.n + r], self.sigma[c * self.n + slot] = (
+                    self.sigma[c * self.n + slot], self.sigma[c * self.n + r])
+            if self.beta_gibbs:
+                for j in range(self.T):
+                    self.code_sum[c * self.T + j] = 0.0
+                    self.stage_count[c * self.T + j] = 0.0
+            self._refresh(c)
+        self._update_parameters()
+        self.log_joint = self._compute_log_joint()
+        return 0
+
+    # -- Python interface ------------------------------------------------------------
+
+    def sweep(self, intp_t n_sweeps=1):
+        """Run ``n_sweeps`` full sweeps with the GIL released."""
+        cdef intp_t s
+        with self.bit_generator.lock, nogil:
+            for s in range(n_sweeps):
+                self._assign()
+                self._update_parameters()
+            self.log_joint = self._compute_log_joint()
+
+    @property
+    def n_clusters(self):
+        return self.n_active
+
+    def snapshot(self):
+        """The current state, clusters numbered by first appearance in the data.
+
+        Returns
+        -------
+        labels : ndarray of shape (N,)
+        sigmas : ndarray of shape (K, n)
+        thetas : ndarray of shape (K, T)
+        sizes : ndarray of shape (K,)
+        """
+        cdef intp_t i, j, c, k = 0
+        new_label = np.full(self.capacity, -1, dtype=np.intp)
+        labels = np.empty(self.N, dtype=np.intp)
+        order = []
+        for i in range(self.N):
+            c = self.labels[i]
+            if new_label[c] < 0:
+                new_label[c] = k
+                order.append(c)
+                k += 1
+            labels[i] = new_label[c]
+        sigmas = np.empty((k, self.n), dtype=np.intp)
+        thetas = np.empty((k, self.T), dtype=np.float64)
+        sizes = np.empty(k, dtype=np.intp)
+        for k, c in enumerate(order):
+            for j in range(self.n):
+                sigmas[k, j] = self.sigma[c * self.n + j]
+            for j in range(self.T):
+                thetas[k, j] = self.theta[c * self.T + j]
+            sizes[k] = self.size[c]
+        return labels, sigmas, thetas, sizes

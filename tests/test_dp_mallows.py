@@ -1,0 +1,193 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""DPMallowsClustering: exactness against enumeration, normalisation, API contracts."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
+
+from rankmix import DPMallowsClustering
+from rankmix.datasets import make_mallows_mixture
+from rankmix.metrics import variation_of_information
+
+from . import _dp_reference as dpref
+from . import _reference as ref
+
+# Tiny problem with rankings of mixed length: n = 4 items, 5 rankings.
+TINY_X = np.array(
+    [[0, 1, 2, 3], [0, 1, 3, 2], [3, 2, 1, 0], [3, 2, -1, -1], [1, 0, -1, -1]]
+)
+TINY_N_ITEMS = 4
+
+
+def draw_statistics(label_samples):
+    """Co-clustering matrix and distribution of the number of clusters of draws."""
+    same = label_samples[:, :, None] == label_samples[:, None, :]
+    n_clusters = label_samples.max(axis=1) + 1
+    k_dist = np.bincount(n_clusters, minlength=label_samples.shape[1] + 1)
+    return same.mean(axis=0), k_dist / len(label_samples)
+
+
+@pytest.fixture(scope="module")
+def exact_tiny_posterior():
+    posterior = dpref.exact_partition_posterior(TINY_X, TINY_N_ITEMS, 1.0, 1.0, 1.0)
+    return dpref.coclustering_matrix(posterior), dpref.n_clusters_distribution(posterior)
+
+
+def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
+    # the exact sampler reproduces the enumerated posterior over clusterings
+    exact_cocluster, exact_k = exact_tiny_posterior
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPMallowsClustering(
+            sampler="slice-gibbs", sigma_update="mh", n_iter=15000, burn_in=500,
+            thin=1, n_chains=2, init_clusters=2, random_state=0,
+        ).fit(TINY_X)
+    cocluster, k_dist = draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, exact_cocluster, atol=0.03)
+    assert_allclose(k_dist, exact_k, atol=0.03)
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_score_samples_sums_to_one_over_all_top_t_rankings(sampler):
+    # the posterior predictive is a normalised distribution for each length t
+    model = DPMallowsClustering(
+        sampler=sampler, n_iter=30, burn_in=10, thin=5, n_chains=2, random_state=0
+    ).fit(TINY_X)
+    for t in range(1, TINY_N_ITEMS + 1):
+        X = np.array(ref.all_top_t(TINY_N_ITEMS, t))
+        assert_allclose(np.exp(model.score_samples(X)).sum(), 1.0, rtol=1e-10)
+
+
+def test_score_samples_is_the_mean_of_the_draws_densities():
+    # one draw: the DP mixture density n_k/(N+a) GM + a/(N+a) (n-t)!/n! by hand
+    model = DPMallowsClustering(
+        sampler="slice-gibbs", n_iter=5, burn_in=4, n_chains=1, random_state=1
+    ).fit(TINY_X)
+    (sigmas, thetas, sizes), = model._draws
+    x = np.array([[2, 0, 1, 3]])
+    density = sum(
+        sizes[k] / (5 + 1.0) * np.exp(ref.gm_log_likelihood(x[0], sigmas[k], thetas[k]))
+        for k in range(len(sizes))
+    ) + 1.0 / (5 + 1.0) / 24
+    assert_allclose(np.exp(model.score_samples(x)), [density])
+
+
+def test_fit_predict_equals_fit_labels_and_seed_fixes_everything():
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=30, n_items=8, t=4, theta=1.5, random_state=0
+    )
+    params = dict(n_iter=20, burn_in=10, random_state=3)
+    labels = DPMallowsClustering(**params).fit_predict(X)
+    model = DPMallowsClustering(**params).fit(X)
+    assert_array_equal(labels, model.labels_)
+    assert_array_equal(model.label_samples_, DPMallowsClustering(**params).fit(X).label_samples_)
+
+
+def test_draws_do_not_depend_on_n_jobs():
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=30, n_items=8, t=4, theta=1.5, random_state=0
+    )
+    params = dict(n_iter=15, burn_in=5, n_chains=3, random_state=4)
+    serial = DPMallowsClustering(n_jobs=1, **params).fit(X)
+    threaded = DPMallowsClustering(n_jobs=2, **params).fit(X)
+    assert_array_equal(serial.label_samples_, threaded.label_samples_)
+    assert_array_equal(serial.trace_["log_joint"], threaded.trace_["log_joint"])
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_recovers_well_separated_clusters(sampler):
+    # three concentrated clusters of 8 items are found exactly
+    X, y, centres = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=80, n_items=8, t=5, theta=2.0, random_state=1
+    )
+    model = DPMallowsClustering(
+        sampler=sampler, n_iter=40, burn_in=20, random_state=0
+    ).fit(X)
+    assert variation_of_information(y, model.labels_) < 0.05
+    assert model.n_clusters_ == 3
+    # each fitted centre starts like a true centre; thetas are of the true size
+    found = {tuple(s[:3]) for s in model.central_rankings_}
+    assert found == {tuple(c[:3]) for c in centres}
+    assert np.all(np.abs(np.median(model.thetas_, axis=1) - 2.0) < 0.6)
+    assert_allclose(model.weights_.sum(), 1.0)
+    # predict on the training data agrees with the point estimate
+    assert np.mean(model.predict(X) == model.labels_) > 0.95
+
+
+def test_fitted_attributes_are_consistent():
+    X, _, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=40, n_items=6, t=[0.3, 0.3, 0.4], random_state=2
+    )
+    model = DPMallowsClustering(n_iter=12, burn_in=6, thin=3, n_chains=2, random_state=0)
+    model.fit(X)
+    n_draws = 2 * len(range(6, 12, 3))
+    assert model.label_samples_.shape == (n_draws, len(X)) == (model.n_draws_, len(X))
+    assert model.trace_["n_clusters"].shape == (2, 12)
+    assert model.trace_["log_joint"].shape == (2, 12)
+    assert model.n_iter_ == 12
+    assert model.central_rankings_.shape == (model.n_clusters_, 6)
+    assert model.thetas_.shape == (model.n_clusters_, 3)
+    assert len(model.weights_) == model.n_clusters_
+    assert_array_equal(np.unique(model.labels_), np.arange(model.n_clusters_))
+    assert_allclose(np.bincount(model.labels_) / len(X), model.weights_)
+    assert model.n_features_in_ == 3 and model.n_items_ == 6
+    proba = model.predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_array_equal(proba.argmax(axis=1), model.predict(X))
+
+
+def test_sample_draws_rankings_from_the_fitted_mixture():
+    X, _, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=40, n_items=6, t=[0.5, 0.0, 0.5], random_state=2
+    )
+    model = DPMallowsClustering(n_iter=10, burn_in=5, random_state=0).fit(X)
+    samples, labels = model.sample(200, random_state=0)
+    assert samples.shape == (200, 3)
+    lengths = (samples >= 0).sum(axis=1)
+    assert set(lengths) <= {1, 3}
+    assert labels.shape == (200,) and labels.max() < model.n_clusters_
+    # rankings are valid (distinct items) and scoreable
+    assert np.isfinite(model.score_samples(samples)).all()
+
+
+def test_convergence_warning_when_chains_disagree():
+    # chains stopped right after a random start disagree on the log joint
+    X, _, _ = make_mallows_mixture(
+        n_clusters=6, n_per_cluster=60, n_items=12, t=6, theta=0.6, random_state=0
+    )
+    with pytest.warns(ConvergenceWarning, match="R-hat"):
+        DPMallowsClustering(
+            sampler="slice-gibbs", n_iter=12, burn_in=0, n_chains=4, init_clusters=1,
+            n_gibbs=1, random_state=0,
+        ).fit(X)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(alpha=0), "alpha"),
+        (dict(sampler="gibbs"), "sampler"),
+        (dict(sigma_update="exact"), "sigma_update"),
+        (dict(burn_in=10, n_iter=10), "burn_in=10 must be smaller than n_iter=10"),
+        (dict(r=[1.0, -1.0, 1.0]), "r must be finite and > 0"),
+        (dict(r=[1.0]), "one value per rank"),
+        (dict(n_items=2), "n_items=2"),
+    ],
+)
+def test_bad_parameters_are_refused(params, match):
+    with pytest.raises(ValueError, match=match):
+        DPMallowsClustering(**params).fit([[0, 1, 2], [2, 1, -1]])
+
+
+def test_new_rankings_are_validated():
+    model = DPMallowsClustering(n_iter=4, burn_in=2, random_state=0).fit(
+        [[0, 1], [1, 0], [2, 3]]
+    )
+    with pytest.raises(ValueError, match="longer than the longest training ranking"):
+        model.score_samples([[0, 1, 2]])
+    with pytest.raises(ValueError, match="Row 1 of X holds item 7"):
+        model.predict([[0], [7]])
