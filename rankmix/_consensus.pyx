@@ -120,10 +120,10 @@ cdef void _relabel(
     intp_t[::1] n_clusters,
 ) noexcept nogil:
     cdef intp_t s, p
-    cdef intp_t n_samples = labels.shape[0], n = labels.shape[1]
+    cdef intp_t n_draws = labels.shape[0], n = labels.shape[1]
     for p in range(lut_size):
         lut[p] = -1
-    for s in range(n_samples):
+    for s in range(n_draws):
         n_clusters[s] = _relabel_row(&labels[s, 0], n, lut, firsts, &codes[s, 0])
 
 
@@ -376,7 +376,7 @@ cdef void _all_pairs(
         for t in range(s + 1, n_draws):
             kv = n_clusters[t]
             cells = ku * kv
-            if 4 * cells <= n and cells <= dense_limit:
+            if cells <= n // 4 and cells <= dense_limit:
                 vi = _vi_small(&codes[s, 0], &codes[t, 0], n, ku, kv,
                                log_size + offset[s], log_size + offset[t], log_k,
                                count)
@@ -414,7 +414,7 @@ cdef void _buffer_sizes(
             if cells > dense_limit:
                 any_grouped[0] = True
                 continue
-            if 4 * cells <= n:
+            if cells <= n // 4:
                 cells *= 4  # the small path keeps four copies of the table
             if cells > dense_cells[0]:
                 dense_cells[0] = cells

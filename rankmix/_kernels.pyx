@@ -103,12 +103,16 @@ cdef void codes_one(
     x_1..x_{j-1} that sigma puts before x_j.
     """
     cdef intp_t j, k, p, s
+    # Load the positions once, then count inversions back to front, so that the
+    # positions of the earlier items are still in ``out`` when they are needed;
+    # the comparisons are summed, not branched on (their outcome is unpredictable).
     for j in range(t):
-        p = position[x[j]]
+        out[j] = position[x[j]]
+    for j in range(t - 1, -1, -1):
+        p = out[j]
         s = p
         for k in range(j):
-            if position[x[k]] < p:
-                s -= 1
+            s -= out[k] < p
         out[j] = s
 
 

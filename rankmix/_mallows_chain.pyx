@@ -32,6 +32,10 @@ from ._kernels cimport (
 )
 from ._rng cimport bitgen_pointer, uniform, uniform_index
 
+# Codes up to this size get the Beta-Gibbs predictive by a running product of
+# ratios below 1; longer codes (and products near underflow) by lgamma.
+cdef intp_t SHORT_PRODUCT = 24
+
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
 
@@ -305,13 +309,25 @@ cdef class MallowsChain:
         Used for the ranking's own cluster, whose stats have just lost it: a few
         log-gammas per ranking spare a table refresh whenever it stays put.
         """
-        cdef intp_t j, t = self.lengths[i]
-        cdef double a, b, value = 0.0
+        cdef intp_t j, u, t = self.lengths[i]
+        cdef double a, b, ratio, value = 0.0
         for j in range(t):
             a = self.nu * self.r[j] + self.code_sum[c * self.T + j]
             b = self.nu + self.stage_count[c * self.T + j] + 1.0
-            value += (lgamma(codes[j] + a) + lgamma(b + 1.0) - lgamma(codes[j] + a + b + 1.0)
-                      - lgamma(a) - lgamma(b) + lgamma(a + b))
+            ratio = 0.0
+            if codes[j] <= SHORT_PRODUCT:
+                # The table's recursion, run up to this code only: members of a
+                # cluster have small codes, so this is a handful of multiplications.
+                ratio = b / (a + b)
+                for u in range(1, codes[j] + 1):
+                    ratio *= (a + u - 1.0) / (a + b + u)
+            if ratio > 1e-280:
+                value += log(ratio)
+            else:
+                # long codes, or a product that came near underflow (tiny nu r_j)
+                value += (lgamma(codes[j] + a) + lgamma(b + 1.0)
+                          - lgamma(codes[j] + a + b + 1.0) - lgamma(a) - lgamma(b)
+                          + lgamma(a + b))
         return value
 
     cdef void _add_stats(self, intp_t c, intp_t i, const intp_t* codes, double sign) noexcept nogil:
@@ -455,11 +471,12 @@ cdef class MallowsChain:
                 high = self.log_new[t]
             total = 0.0
             for a in range(self.n_active + 1):
-                total += exp(self.log_prob[a] - high)
+                self.log_prob[a] = exp(self.log_prob[a] - high)
+                total += self.log_prob[a]
             u = uniform(self.rng) * total
             choice = self.n_active
             for a in range(self.n_active + 1):
-                u -= exp(self.log_prob[a] - high)
+                u -= self.log_prob[a]
                 if u < 0.0:
                     choice = a
                     break
