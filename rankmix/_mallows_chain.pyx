@@ -241,6 +241,13 @@ cdef class MallowsChain:
         self.size[c] = 0
         return c
 
+    cdef void _open_slot_id(self, intp_t c) noexcept nogil:
+        """Reopen slot c, which _close_slot just pushed on the free stack."""
+        self.n_free -= 1
+        self.active_pos[c] = self.n_active
+        self.active[self.n_active] = c
+        self.n_active += 1
+
     cdef void _close_slot(self, intp_t c) noexcept nogil:
         cdef intp_t p = self.active_pos[c], last = self.active[self.n_active - 1]
         self.active[p] = last
@@ -439,36 +446,46 @@ cdef class MallowsChain:
 
     # -- the sweep ------------------------------------------------------------------
 
+    cdef void _remove(self, intp_t i) noexcept nogil:
+        """Take ranking i out of its cluster (closing it if it empties)."""
+        cdef intp_t c_old = self.labels[i]
+        self.size[c_old] -= 1
+        if self.beta_gibbs:
+            self._codes(i, c_old, self.old_code)
+            self._add_stats(c_old, i, self.old_code, -1.0)
+        if self.size[c_old] == 0:
+            self._close_slot(c_old)
+
+    cdef double _score(self, intp_t i) noexcept nogil:
+        """log_prob[a]: log weight of active cluster a for ranking i (removed from
+        its cluster), log_prob[n_active]: of a new cluster. Returns the maximum."""
+        cdef intp_t a, c, c_old = self.labels[i]
+        cdef double high = -INFINITY
+        for a in range(self.n_active):
+            c = self.active[a]
+            if not self.beta_gibbs:
+                self.log_prob[a] = log(<double> self.size[c]) + self._gm_log_likelihood(i, c)
+            elif c == c_old:
+                self.log_prob[a] = log(<double> self.size[c]) + self._beta_direct(i, c, self.old_code)
+            else:
+                self.log_prob[a] = log(<double> self.size[c]) + self._beta_from_table(i, c)
+            if self.log_prob[a] > high:
+                high = self.log_prob[a]
+        self.log_prob[self.n_active] = self.log_new[self.lengths[i]]
+        if self.log_prob[self.n_active] > high:
+            high = self.log_prob[self.n_active]
+        return high
+
     cdef int _assign(self) except -1 nogil:
         """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
-        cdef intp_t i, a, c, c_old, choice, t, j
+        cdef intp_t i, a, c, c_old, choice, j
         cdef double high, total, u
         cdef bint alive
         for i in range(self.N):
-            t = self.lengths[i]
             c_old = self.labels[i]
-            self.size[c_old] -= 1
-            if self.beta_gibbs:
-                self._codes(i, c_old, self.old_code)
-                self._add_stats(c_old, i, self.old_code, -1.0)
+            self._remove(i)
             alive = self.size[c_old] > 0
-            if not alive:
-                self._close_slot(c_old)
-
-            high = -INFINITY
-            for a in range(self.n_active):
-                c = self.active[a]
-                if not self.beta_gibbs:
-                    self.log_prob[a] = log(<double> self.size[c]) + self._gm_log_likelihood(i, c)
-                elif c == c_old:
-                    self.log_prob[a] = log(<double> self.size[c]) + self._beta_direct(i, c, self.old_code)
-                else:
-                    self.log_prob[a] = log(<double> self.size[c]) + self._beta_from_table(i, c)
-                if self.log_prob[a] > high:
-                    high = self.log_prob[a]
-            self.log_prob[self.n_active] = self.log_new[t]
-            if self.log_new[t] > high:
-                high = self.log_new[t]
+            high = self._score(i)
             total = 0.0
             for a in range(self.n_active + 1):
                 self.log_prob[a] = exp(self.log_prob[a] - high)
@@ -681,3 +698,30 @@ cdef class MallowsChain:
                 thetas[k, j] = self.theta[c * self.T + j]
             sizes[k] = self.size[c]
         return labels, sigmas, thetas, sizes
+
+    def assignment_log_weights(self, intp_t i):
+        """The unnormalised log-probabilities of ranking i's next assignment.
+
+        For tests: ``weights[k]`` is the weight of the cluster numbered ``k`` in
+        :meth:`snapshot` (-inf for ranking i's own cluster if i is alone in it), and
+        ``new`` that of a new cluster. The state is left as it was, up to the
+        internal order of the clusters.
+        """
+        cdef intp_t a, c_old = self.labels[i]
+        labels = self.snapshot()[0]
+        slot_of_label = {}
+        for r in range(self.N):
+            slot_of_label.setdefault(labels[r], self.labels[r])
+        with nogil:
+            self._remove(i)
+            self._score(i)
+        scores = {self.active[a]: self.log_prob[a] for a in range(self.n_active)}
+        new = self.log_prob[self.n_active]
+        with nogil:
+            if self.size[c_old] == 0:
+                self._open_slot_id(c_old)
+            self.size[c_old] += 1
+            if self.beta_gibbs:
+                self._add_stats(c_old, i, self.old_code, 1.0)
+        weights = np.array([scores.get(slot_of_label[k], -np.inf) for k in range(len(slot_of_label))])
+        return weights, new

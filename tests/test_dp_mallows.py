@@ -191,3 +191,44 @@ def test_new_rankings_are_validated():
         model.score_samples([[0, 1, 2]])
     with pytest.raises(ValueError, match="Row 1 of X holds item 7"):
         model.predict([[0], [7]])
+
+
+@pytest.mark.parametrize("sampler", ["slice-gibbs", "beta-gibbs"])
+def test_assignment_weights_match_the_papers_formulas(sampler):
+    # the compiled assignment step scores clusters by eq. (11) (Slice-Gibbs) or by
+    # Figure 5's Beta predictive (Beta-Gibbs), new cluster alpha (n - t)!/n!
+    from scipy.special import betaln, gammaln
+
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=15, n_items=7, t=[0.2, 0.3, 0.5], random_state=5
+    )
+    alpha, nu, r = 0.7, 1.3, np.array([0.8, 1.1, 0.6])
+    model = DPMallowsClustering(
+        sampler=sampler, alpha=alpha, nu=nu, r=r, init_clusters=4, n_gibbs=2
+    )
+    X = model._prepare(X)
+    chain = model._chain_factory(X)(np.random.PCG64(0))
+    chain.sweep(3)
+    for i in range(0, len(X), 4):
+        labels, sigmas, thetas, sizes = chain.snapshot()
+        weights, new = chain.assignment_log_weights(i)
+        x = X[i][X[i] >= 0]
+        t = len(x)
+        assert_allclose(new, np.log(alpha) + gammaln(7 - t + 1) - gammaln(8))
+        for k in range(len(sizes)):
+            others = (labels == k) & (np.arange(len(X)) != i)
+            if not others.any():
+                assert weights[k] == -np.inf
+                continue
+            codes = np.array(ref.codes(x, sigmas[k]))
+            if sampler == "slice-gibbs":
+                expected = ref.gm_log_likelihood(x, sigmas[k], thetas[k])
+            else:
+                member_codes = ref.codes_array(X[others], sigmas[k])
+                S = np.where(member_codes >= 0, member_codes, 0).sum(axis=0)[:t]
+                N_j = (member_codes >= 0).sum(axis=0)[:t]
+                A, B = nu * r[:t] + S, nu + N_j + 1.0
+                expected = np.sum(betaln(codes + A, B + 1) - betaln(A, B))
+            assert_allclose(weights[k], np.log(others.sum()) + expected, rtol=1e-10)
+        # the state is unchanged
+        assert_array_equal(chain.snapshot()[0], labels)
