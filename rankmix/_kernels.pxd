@@ -71,6 +71,11 @@ cdef bint mh_sigma(
     intp_t* local, double* rho, char* placed, intp_t* unranked,
 ) noexcept nogil
 
+cdef intp_t transposition_pass(
+    intp_t n_items, intp_t n_ranked, const intp_t* items, const double* weight,
+    const double* preceded, bitgen_t* rng, intp_t* sigma, intp_t* local,
+) noexcept nogil
+
 cdef double slice_theta(
     double theta, double a, double b, intp_t m, double width, intp_t n_steps,
     bitgen_t* rng,

@@ -630,6 +630,47 @@ cdef bint mh_sigma(
     return False
 
 
+cdef intp_t transposition_pass(
+    intp_t n_items, intp_t n_ranked,
+    const intp_t* items, const double* weight, const double* preceded,
+    bitgen_t* rng,
+    intp_t* sigma,            # INOUT (n,)
+    intp_t* local,            # scratch (n,)
+) noexcept nogil:
+    """One Metropolis pass of adjacent transpositions over sigma; returns the swaps.
+
+    Swapping the neighbours a (rank r) and b (rank r + 1) changes the energy by
+    R[a, b] - R[b, a] (the pair's term switches from R[b, a] to R[a, b]), with
+    R[x, y] = weight[x] - preceded[x, y] for a ranked x and 0 for an unranked one;
+    the proposal is symmetric, so the swap is accepted with probability
+    min(1, exp(-delta)). O(n) per pass.
+
+    The independence step alone can stall: from a state whose target-to-proposal
+    ratio is far above that of the stagewise draws it accepts nothing (a cluster
+    can reach such a centre while its members and theta were different). Local
+    moves let sigma walk downhill from there.
+    """
+    cdef intp_t r, a, b, la, lb, n_swaps = 0
+    cdef double r_ab, r_ba, delta
+    for a in range(n_items):
+        local[a] = -1
+    for a in range(n_ranked):
+        local[items[a]] = a
+    for r in range(n_items - 1):
+        a = sigma[r]
+        b = sigma[r + 1]
+        la = local[a]
+        lb = local[b]
+        r_ab = 0.0 if la < 0 else weight[la] - (preceded[la * n_ranked + lb] if lb >= 0 else 0.0)
+        r_ba = 0.0 if lb < 0 else weight[lb] - (preceded[lb * n_ranked + la] if la >= 0 else 0.0)
+        delta = r_ab - r_ba
+        if delta <= 0.0 or standard_exponential(rng) > delta:
+            sigma[r] = b
+            sigma[r + 1] = a
+            n_swaps += 1
+    return n_swaps
+
+
 # Python entry points over the compact statistics, used by the tests and by the
 # Python-level samplers (the compiled sweeps call the cdef functions directly).
 
@@ -775,6 +816,29 @@ def mh_sigma_update(
                 &work.unranked[0],
             )
     return n_accepted
+
+
+def sigma_transposition_pass(
+    const intp_t[::1] items, const double[::1] weight,
+    const double[:, ::1] preceded, intp_t[::1] sigma,   # INOUT
+    bit_generator, intp_t n_passes=1,
+):
+    """``n_passes`` Metropolis passes of adjacent transpositions on sigma, in place.
+
+    Returns the number of swaps made.
+    """
+    cdef intp_t n_items = sigma.shape[0], n_ranked = items.shape[0], p, n_swaps = 0
+    cdef _Scratch work = _Scratch(n_items, n_ranked)
+    cdef bitgen_t* rng = bitgen_pointer(bit_generator)
+    bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+    with bit_generator.lock, nogil:
+        for p in range(n_passes):
+            n_swaps += transposition_pass(
+                n_items, n_ranked,
+                &items[0] if n_ranked else NULL, &weight[0] if n_ranked else NULL,
+                &preceded[0, 0] if n_ranked else NULL, rng, &sigma[0], &work.local[0],
+            )
+    return n_swaps
 
 
 # ---------------------------------------------------------------------------

@@ -38,9 +38,10 @@ class DPMallowsClustering(BaseDPMixture):
         "beta-gibbs" (Figure 5) integrates theta out of the assignment step with
         the paper's Beta approximation: usually faster to mix, approximate by design.
     sigma_update : {"mh", "stagewise"}, default="mh"
-        "mh": the stagewise proposal corrected by a Metropolis-Hastings step, which
-        leaves the exact conditional of sigma invariant. "stagewise": the paper's
-        rule as published, which is not exact (see Notes).
+        "mh": the stagewise proposal corrected by a Metropolis-Hastings step, then
+        a Metropolis pass of adjacent transpositions; both leave the exact
+        conditional of sigma invariant. "stagewise": the paper's rule as
+        published, which is not exact (see Notes).
     n_gibbs : int, default=10
         Rounds of (sigma | theta, theta | sigma) per cluster and sweep (T_Gibbs).
     n_slices : int, default=3
@@ -123,6 +124,11 @@ class DPMallowsClustering(BaseDPMixture):
     the stagewise rule's (0.610, 0.224, 0.166). Its proposal probability is cheap,
     so ``sigma_update="mh"`` uses it as an independence Metropolis-Hastings
     proposal, whose acceptance ratio reduces to a ratio of the stage normalisers.
+    An independence sampler alone can stall for good in a state where the
+    target-to-proposal ratio is far above its value at the proposal's draws (a
+    cluster reaches such centres while its members and theta change), so each
+    round also makes one Metropolis pass of adjacent transpositions over sigma, a
+    local move whose energy change costs O(1) per pair.
 
     Beta-Gibbs replaces B~eta(a, b, n) by Beta(a, b), the limit of infinitely many
     items, in the assignment step and in the theta update (12); it targets an
@@ -142,7 +148,7 @@ class DPMallowsClustering(BaseDPMixture):
     >>> from rankmix import DPMallowsClustering
     >>> from rankmix.datasets import make_mallows_mixture
     >>> X, y, _ = make_mallows_mixture(n_clusters=3, n_per_cluster=60, n_items=8,
-    ...                                t=4, theta=1.5, random_state=0)
+    ...                                t=4, theta=2.0, random_state=0)
     >>> model = DPMallowsClustering(n_iter=40, burn_in=20, random_state=0).fit(X)
     >>> model.n_clusters_
     3

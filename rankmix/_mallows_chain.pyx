@@ -28,7 +28,7 @@ from numpy.random cimport bitgen_t
 from ._kernels cimport (
     Statistics, codes_one, intp_t, log_psi, mh_sigma, row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
-    theta_exact, weighted_statistics,
+    theta_exact, transposition_pass, weighted_statistics,
 )
 from ._rng cimport bitgen_pointer, uniform, uniform_index
 
@@ -577,6 +577,8 @@ cdef class MallowsChain:
                     mh_sigma(self.n, D, self.st.items, self.weight, self.preceded,
                              self.rng, sig, self.proposal, self.st_local, self.rho,
                              self.placed, self.unranked)
+                    transposition_pass(self.n, D, self.st.items, self.weight,
+                                       self.preceded, self.rng, sig, self.st_local)
                 else:
                     stagewise(self.n, D, self.st.items, self.weight, self.preceded,
                               self.rng, sig, &log_z, self.st_local, self.rho,

@@ -347,3 +347,57 @@ def test_exact_theta_sampler_matches_target(a, b, m):
 def test_exact_theta_sampler_refuses_improper_targets():
     with pytest.raises(ValueError, match="a > 0"):
         _kernels.exact_sample_theta(0.0, 1.0, 3, 1, np.random.PCG64(0))
+
+
+@pytest.mark.parametrize("n_items, X, theta", MH_CASES)
+def test_transposition_pass_leaves_exact_conditional_invariant(n_items, X, theta):
+    # exact draws of P(sigma | theta, data) keep their law after one pass
+    X = np.asarray(X, dtype=np.intp)
+    theta = np.asarray(theta, dtype=float)
+    stats, weight, preceded = compact_R(X, theta, n_items)
+    exact = ref.exact_sigma_posterior(X, theta, n_items)
+    keys = list(exact)
+    probs = np.array([exact[k] for k in keys])
+    index = {k: i for i, k in enumerate(keys)}
+    starts = np.random.RandomState(13).choice(len(keys), size=20000, p=probs)
+    bit_generator = np.random.PCG64(13)
+    counts = np.zeros(len(keys))
+    n_swaps = 0
+    for start in starts:
+        sigma = np.array(keys[start], dtype=np.intp)
+        n_swaps += _kernels.sigma_transposition_pass(
+            stats.items, weight, preceded, sigma, bit_generator
+        )
+        counts[index[tuple(sigma)]] += 1
+    assert chi_square_pvalue(counts, probs) > ALPHA
+    assert n_swaps > 0
+
+
+def test_transpositions_free_a_centre_where_independence_mh_stalls():
+    # an independence sampler stalls where target / proposal is far above its value
+    # at the proposal's typical draws; the transposition passes walk out of there
+    from rankmix import mallows
+
+    n_items = 10
+    truth = np.arange(n_items, dtype=np.intp)
+    X = mallows.sample(truth, 1.0, 300, 6, random_state=0)
+    stats, weight, preceded = compact_R(X, np.ones(6), n_items)
+    rng = np.random.RandomState(0)
+
+    def log_ratio(sigma):  # log p(sigma) - log q(sigma), up to a constant
+        return -_kernels.sigma_energy(
+            stats.items, weight, preceded, sigma
+        ) - _kernels.stagewise_log_proposal(stats.items, weight, preceded, sigma)
+
+    candidates = [rng.permutation(n_items).astype(np.intp) for _ in range(300)]
+    stuck = max(candidates, key=log_ratio)
+    sigma = stuck.copy()
+    assert _kernels.mh_sigma_update(
+        stats.items, weight, preceded, sigma, np.random.PCG64(0), 200
+    ) == 0
+    _kernels.sigma_transposition_pass(
+        stats.items, weight, preceded, sigma, np.random.PCG64(0), 100
+    )
+    best = _kernels.sigma_energy(stats.items, weight, preceded, truth)
+    assert _kernels.sigma_energy(stats.items, weight, preceded, stuck) > best + 500
+    assert _kernels.sigma_energy(stats.items, weight, preceded, sigma) < best + 10
