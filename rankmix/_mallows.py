@@ -224,7 +224,7 @@ class DPMallowsClustering(BaseDPMixture):
             )
         if not np.all(np.isfinite(r)) or np.any(r <= 0):
             raise ValueError(f"r must be finite and > 0, got {self.r!r}.")
-        self.r_ = np.ascontiguousarray(np.broadcast_to(r, (t_max,))[:t_max] if r.ndim == 0 else r[:t_max])
+        self.r_ = np.full(t_max, float(r)) if r.ndim == 0 else r[:t_max].copy()
         self._log_prior_norm = np.array(
             [
                 log_theta_normaliser(self.nu * self.r_[j], self.nu, self.n_items_ - 1 - j)

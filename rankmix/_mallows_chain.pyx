@@ -509,10 +509,12 @@ cdef class MallowsChain:
                     else:
                         self._codes(i, c, self.code)
                         self._add_stats(c, i, self.code, 1.0)
-                        for j in range(self.T):
+                        # a ranking of length t changes the statistics of its
+                        # first t stages only
+                        for j in range(self.lengths[i]):
                             self._refresh_table(c, j)
             if self.beta_gibbs and alive and c != c_old:
-                for j in range(self.T):
+                for j in range(self.lengths[i]):
                     self._refresh_table(c_old, j)
             self.size[c] += 1
             self.labels[i] = c

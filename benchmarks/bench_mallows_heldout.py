@@ -1,0 +1,211 @@
+"""Figure 8 of Meila & Chen (2010): held-out log-likelihood against the true model.
+
+Data: a mixture of K = 3 generalized Mallows models with equal weights, n = 12
+items, top-t rankings with t = 5, theta = 1 at every stage. For each training size
+N, one ``make_mallows_mixture`` call draws N + 3,000 rankings (cluster counts drawn
+from the multinomial with weights 1/3, so the rows are i.i.d. from the mixture);
+the rows are split at random into the training set and 3,000 test rankings.
+
+For each N and sampler (beta-gibbs, slice-gibbs; sigma_update="mh", alpha = nu =
+r = 1, one chain, one core) ``DPMallowsClustering`` is fitted on the training set
+and scored on the test set with ``model.score`` (mean log posterior-predictive
+density per ranking, nats). The reference is the TRUE model: equal weights, the
+true centres, theta = 1, ``log mean_k GM(x | centre_k, 1)``. Also printed: the
+difference DPM - true, the number of clusters and the VI between the fitted
+clustering (``labels_``) and the true labels of the training set (with, as a
+reference, the VI of the true model's maximum a posteriori clustering, which
+misplaces the rankings that another cluster explains better), and the fit
+time. Each replicate draws a fresh data set; figures are medians over
+replicates, fit times median [min, max].
+
+Target: at the largest N the DPM's held-out log-likelihood is within a small gap
+(default 0.05 nats per ranking) of the true model's (the paper shows them almost
+equal).
+
+Usage::
+
+    python benchmarks/bench_mallows_heldout.py [--quick] [--replicates 3]
+        [--n-train 100 300 1000 3000 10000] [--n-iter 200] [--burn-in 100]
+        [--gap-target 0.05] [--seed 0]
+"""
+
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import os
+import platform
+import time
+import warnings
+
+import numpy as np
+from scipy.special import logsumexp
+
+import rankmix
+from rankmix import DPMallowsClustering, mallows
+from rankmix.datasets import make_mallows_mixture
+from rankmix.metrics import variation_of_information
+
+
+def print_machine():
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
+    print(f"machine: {platform.platform()}, Python {platform.python_version()}")
+    print(f"CPU: {model}; {os.cpu_count()} CPUs ({usable} usable); "
+          f"load average {' '.join(f'{x:.2f}' for x in load)}")
+    print(f"numpy {np.__version__}, rankmix {rankmix.__version__}; one core, one chain")
+
+
+def make_split(n_train, args, seed_seq):
+    """Train and test rankings (with true labels) and the true centres."""
+    rng = np.random.default_rng(seed_seq)
+    total = n_train + args.n_test
+    counts = rng.multinomial(total, np.full(args.n_clusters, 1.0 / args.n_clusters))
+    # make_mallows_mixture needs every cluster non-empty: an empty one (only
+    # possible for tiny N) gets one ranking taken from the largest.
+    while (counts == 0).any():
+        counts[counts.argmax()] -= 1
+        counts[counts.argmin()] += 1
+    X, y, centres = make_mallows_mixture(
+        n_clusters=args.n_clusters, n_per_cluster=counts, n_items=args.n_items,
+        t=args.t, theta=args.theta, random_state=int(rng.integers(2**31)),
+    )
+    order = rng.permutation(total)
+    test, train = order[: args.n_test], order[args.n_test:]
+    return X[train], y[train], X[test], y[test], centres
+
+
+def true_log_likelihood(X, centres, theta):
+    """(n_rankings, K) log GM(x | centre_k, theta) and the mixture's log density."""
+    log_gm = mallows.log_likelihood(X, centres, theta)
+    return log_gm, logsumexp(log_gm, axis=1) - np.log(len(centres))
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true",
+                        help="N in (100, 300, 1000), 1 replicate, 60 sweeps")
+    parser.add_argument("--n-train", type=int, nargs="+", default=None,
+                        help="training sizes (default 100 300 1000 3000 10000)")
+    parser.add_argument("--n-test", type=int, default=3000)
+    parser.add_argument("--n-clusters", type=int, default=3)
+    parser.add_argument("--n-items", type=int, default=12)
+    parser.add_argument("--t", type=int, default=5)
+    parser.add_argument("--theta", type=float, default=1.0)
+    parser.add_argument("--samplers", nargs="+",
+                        default=["beta-gibbs", "slice-gibbs"],
+                        choices=["beta-gibbs", "slice-gibbs"])
+    parser.add_argument("--n-iter", type=int, default=None,
+                        help="sweeps per chain (default 200, quick 60)")
+    parser.add_argument("--burn-in", type=int, default=None,
+                        help="discarded sweeps (default 100, quick 30)")
+    parser.add_argument("--thin", type=int, default=2)
+    parser.add_argument("--replicates", "--repeats", dest="replicates", type=int,
+                        default=None,
+                        help="fresh data set per replicate (default 3, quick 1)")
+    parser.add_argument("--gap-target", type=float, default=0.05,
+                        help="largest allowed true - DPM held-out log-likelihood "
+                             "per ranking at the largest N, nats")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.n_train is None:
+        args.n_train = [100, 300, 1000] if args.quick else [100, 300, 1000, 3000, 10000]
+    if args.n_iter is None:
+        args.n_iter = 60 if args.quick else 200
+    if args.burn_in is None:
+        args.burn_in = 30 if args.quick else 100
+    if args.replicates is None:
+        args.replicates = 1 if args.quick else 3
+
+    print_machine()
+    print(
+        f"Figure 8: K = {args.n_clusters} equal-weight GM clusters, n = "
+        f"{args.n_items}, t = {args.t}, theta = {args.theta:g}; {args.n_test} test "
+        f"rankings; alpha = nu = r = 1, sigma_update='mh'; n_iter={args.n_iter}, "
+        f"burn_in={args.burn_in}, thin={args.thin}, n_chains=1; "
+        f"{args.replicates} replicate(s); seed {args.seed}"
+    )
+    print()
+
+    rows = {}
+    for n_train in args.n_train:
+        for rep in range(args.replicates):
+            seed_seq = np.random.SeedSequence([args.seed, n_train, rep])
+            X_train, y_train, X_test, _, centres = make_split(n_train, args, seed_seq)
+            log_gm_train, _ = true_log_likelihood(X_train, centres, args.theta)
+            _, true_test = true_log_likelihood(X_test, centres, args.theta)
+            true_ll = float(true_test.mean())
+            true_vi = variation_of_information(y_train, log_gm_train.argmax(axis=1))
+            for sampler in args.samplers:
+                model = DPMallowsClustering(
+                    alpha=1.0, nu=1.0, r=1.0, sampler=sampler, sigma_update="mh",
+                    n_items=args.n_items, n_iter=args.n_iter, burn_in=args.burn_in,
+                    thin=args.thin, n_chains=1, n_jobs=1,
+                    random_state=int(seed_seq.generate_state(1)[0]),
+                )
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    start = time.perf_counter()
+                    model.fit(X_train)
+                    fit_seconds = time.perf_counter() - start
+                dpm_ll = model.score(X_test)
+                rows.setdefault((n_train, sampler), []).append(dict(
+                    dpm=dpm_ll, true=true_ll, diff=dpm_ll - true_ll,
+                    k=model.n_clusters_,
+                    vi=variation_of_information(y_train, model.labels_),
+                    true_vi=true_vi, seconds=fit_seconds,
+                ))
+
+    header = (f"{'N':>6} {'sampler':<12} {'DPM ll':>9} {'true ll':>9} "
+              f"{'DPM-true':>9} {'K':>4} {'VI train':>9} {'VI true':>8} "
+              f"{'fit s median [min, max]':>25}")
+    print(header)
+    print("-" * len(header))
+    med = {}
+    for n_train in args.n_train:
+        for sampler in args.samplers:
+            runs = rows[n_train, sampler]
+
+            def m(key, runs=runs):
+                return float(np.median([r[key] for r in runs]))
+
+            secs = np.array([r["seconds"] for r in runs])
+            med[n_train, sampler] = m("diff")
+            print(f"{n_train:>6} {sampler:<12} {m('dpm'):9.4f} {m('true'):9.4f} "
+                  f"{m('diff'):+9.4f} {m('k'):>4g} {m('vi'):9.4f} "
+                  f"{m('true_vi'):8.4f} {np.median(secs):9.2f} "
+                  f"[{secs.min():6.2f}, {secs.max():6.2f}]")
+    print()
+    print("ll: mean held-out log-likelihood per test ranking (nats), DPM = "
+          "model.score (posterior predictive over the kept draws), true = the "
+          "generating mixture.")
+    print("K: clusters of labels_; VI train: labels_ vs the true labels; VI true: "
+          "the true model's MAP clustering vs the true labels (a reference, "
+          "not a bound). Medians over replicates.")
+
+    largest = max(args.n_train)
+    print()
+    print(f"Target: at N = {largest}, DPM within {args.gap_target:g} nats per "
+          "ranking of the true model")
+    for sampler in args.samplers:
+        gap = -med[largest, sampler]
+        ok = "PASS" if gap <= args.gap_target else "FAIL"
+        print(f"  {sampler}: {ok} (true - DPM = {gap:+.4f} nats per ranking)")
+    if largest < 10000:
+        print(f"  (largest N here is {largest}; the paper's is 10000)")
+
+
+if __name__ == "__main__":
+    main()
