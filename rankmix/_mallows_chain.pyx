@@ -32,9 +32,8 @@ from ._kernels cimport (
 )
 from ._rng cimport bitgen_pointer, uniform, uniform_index
 
-# Codes up to this size get the Beta-Gibbs predictive by a running product of
-# ratios below 1; longer codes (and products near underflow) by lgamma.
-cdef intp_t SHORT_PRODUCT = 24
+# Log-weight gap below which a candidate's probability is treated as 0 (see _assign).
+cdef double NEGLIGIBLE_LOG_RATIO = -50.0
 
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
@@ -94,13 +93,24 @@ cdef class MallowsChain:
     cdef intp_t* active_pos    # (capacity,) index of a slot in active, -1 if free
     cdef intp_t* free_slots    # (capacity,) stack of free slot ids
     cdef intp_t* size          # (capacity,)
+    cdef double* log_size      # (capacity,) log of size, kept in step with it
     cdef intp_t* sigma         # (capacity, n)
     cdef intp_t* position      # (capacity, n) inverse of sigma
     cdef double* theta         # (capacity, T)
     cdef double* log_norm      # (capacity, T + 1) cumulative log psi_{n-1-j}(theta_j)
     cdef double* code_sum      # (capacity, T) Beta-Gibbs: S_j(sigma) of the members
     cdef double* stage_count   # (capacity, T) Beta-Gibbs: N_j of the members
-    cdef double* table         # (capacity, T, n) Beta-Gibbs predictive log-terms
+    cdef double* beta_base     # (capacity, T) Beta-Gibbs: log B - L_a(S) + L_b(M)
+    cdef intp_t* beta_lo       # (capacity, T) Beta-Gibbs: S, the stage's code sum
+    cdef intp_t* beta_hi       # (capacity, T) Beta-Gibbs: M + 1 = S + N + 2
+    # Log-gamma ladders L(k) = lgamma(offset + k) - lgamma(offset), grown on demand
+    # and shared by the stages with equal offsets (see _refresh_stage).
+    cdef intp_t n_ladders
+    cdef double** ladder       # (2 T,) the ladders
+    cdef intp_t* ladder_size   # (2 T,) entries computed
+    cdef double* ladder_offset # (2 T,)
+    cdef intp_t* ladder_a      # (T,) ladder of nu r_j for stage j
+    cdef intp_t* ladder_b      # (T,) ladder of nu r_j + nu for stage j
     cdef double* log_prob      # (capacity + 1,) assignment scratch
 
     # scratch
@@ -181,6 +191,8 @@ cdef class MallowsChain:
             raise MemoryError("could not allocate the chain's work arrays")
         for j in range(self.n):
             self.local[j] = -1
+        if beta_gibbs:
+            self._make_ladders()
         self.capacity = 0
         self._grow(max(2 * init_clusters, 16))
 
@@ -191,9 +203,15 @@ cdef class MallowsChain:
     def __dealloc__(self):
         statistics_free(&self.st)
         free(self.active); free(self.active_pos); free(self.free_slots)
-        free(self.size); free(self.sigma); free(self.position); free(self.theta)
+        free(self.size); free(self.log_size); free(self.sigma); free(self.position); free(self.theta)
         free(self.log_norm); free(self.code_sum); free(self.stage_count)
-        free(self.table); free(self.log_prob); free(self.code); free(self.old_code)
+        free(self.beta_base); free(self.beta_lo); free(self.beta_hi)
+        if self.ladder != NULL:
+            for j in range(self.n_ladders):
+                free(self.ladder[j])
+        free(self.ladder); free(self.ladder_size); free(self.ladder_offset)
+        free(self.ladder_a); free(self.ladder_b)
+        free(self.log_prob); free(self.code); free(self.old_code)
         free(self.members); free(self.member_start); free(self.local)
         free(self.st_local); free(self.unranked); free(self.proposal)
         free(self.placed); free(self.taken); free(self.rho); free(self.weight)
@@ -210,6 +228,7 @@ cdef class MallowsChain:
         self.active_pos = <intp_t*> _realloc(self.active_pos, capacity * sizeof(intp_t))
         self.free_slots = <intp_t*> _realloc(self.free_slots, capacity * sizeof(intp_t))
         self.size = <intp_t*> _realloc(self.size, capacity * sizeof(intp_t))
+        self.log_size = <double*> _realloc(self.log_size, capacity * sizeof(double))
         self.sigma = <intp_t*> _realloc(self.sigma, capacity * self.n * sizeof(intp_t))
         self.position = <intp_t*> _realloc(self.position, capacity * self.n * sizeof(intp_t))
         self.theta = <double*> _realloc(self.theta, capacity * self.T * sizeof(double))
@@ -219,7 +238,9 @@ cdef class MallowsChain:
         if self.beta_gibbs:
             self.code_sum = <double*> _realloc(self.code_sum, capacity * self.T * sizeof(double))
             self.stage_count = <double*> _realloc(self.stage_count, capacity * self.T * sizeof(double))
-            self.table = <double*> _realloc(self.table, capacity * self.T * self.n * sizeof(double))
+            self.beta_base = <double*> _realloc(self.beta_base, capacity * self.T * sizeof(double))
+            self.beta_lo = <intp_t*> _realloc(self.beta_lo, capacity * self.T * sizeof(intp_t))
+            self.beta_hi = <intp_t*> _realloc(self.beta_hi, capacity * self.T * sizeof(intp_t))
         # New slots go on the free stack, lowest id on top.
         for c in range(capacity - 1, old - 1, -1):
             self.active_pos[c] = -1
@@ -248,6 +269,10 @@ cdef class MallowsChain:
         self.active[self.n_active] = c
         self.n_active += 1
 
+    cdef inline void _resize(self, intp_t c, intp_t change) noexcept nogil:
+        self.size[c] += change
+        self.log_size[c] = log(<double> self.size[c]) if self.size[c] > 0 else -INFINITY
+
     cdef void _close_slot(self, intp_t c) noexcept nogil:
         cdef intp_t p = self.active_pos[c], last = self.active[self.n_active - 1]
         self.active[p] = last
@@ -259,7 +284,7 @@ cdef class MallowsChain:
 
     # -- per-cluster derived tables -------------------------------------------
 
-    cdef void _refresh(self, intp_t c) noexcept nogil:
+    cdef int _refresh(self, intp_t c) except -1 nogil:
         """Recompute what depends on (sigma, theta) and, for Beta-Gibbs, the stats."""
         cdef intp_t j, s, r, top
         cdef intp_t* sig = self.sigma + c * self.n
@@ -273,22 +298,79 @@ cdef class MallowsChain:
             norm[j + 1] = norm[j] + log_psi(self.n - 1 - j, th[j])
         if self.beta_gibbs:
             for j in range(self.T):
-                self._refresh_table(c, j)
+                self._refresh_stage(c, j)
+        return 0
 
-    cdef void _refresh_table(self, intp_t c, intp_t j) noexcept nogil:
-        """table[c, j, s] = log Beta(s + A, B + 1) / Beta(A, B), s = 0..n-1-j.
+    def _make_ladders(self):
+        """One ladder per distinct offset nu r_j and nu r_j + nu."""
+        cdef intp_t j, m, found
+        cdef double offset
+        self.ladder = <double**> malloc(2 * self.T * sizeof(double*))
+        self.ladder_size = <intp_t*> malloc(2 * self.T * sizeof(intp_t))
+        self.ladder_offset = <double*> malloc(2 * self.T * sizeof(double))
+        self.ladder_a = <intp_t*> malloc(self.T * sizeof(intp_t))
+        self.ladder_b = <intp_t*> malloc(self.T * sizeof(intp_t))
+        if (self.ladder == NULL or self.ladder_size == NULL or self.ladder_offset == NULL
+                or self.ladder_a == NULL or self.ladder_b == NULL):
+            raise MemoryError("could not allocate the log-gamma ladders")
+        self.n_ladders = 0
+        for j in range(2 * self.T):
+            offset = self.nu * self.r[j % self.T] + (self.nu if j >= self.T else 0.0)
+            found = -1
+            for m in range(self.n_ladders):
+                if self.ladder_offset[m] == offset:
+                    found = m
+            if found < 0:
+                found = self.n_ladders
+                self.ladder[found] = NULL
+                self.ladder_size[found] = 0
+                self.ladder_offset[found] = offset
+                self.n_ladders += 1
+            if j < self.T:
+                self.ladder_a[j] = found
+            else:
+                self.ladder_b[j - self.T] = found
 
-        A = nu r_j + S_j and B = nu + N_j + 1 (Figure 5). The ratio of consecutive
-        terms is (A + s - 1) / (A + B + s), so the table costs one log per entry and
-        no log-gamma.
+    cdef double* _ladder(self, intp_t m, intp_t size) except NULL nogil:
+        """Ladder m with at least ``size`` entries L(k) = lgamma(o + k) - lgamma(o).
+
+        Each entry is its own log-gamma (not a running sum of logs), so a
+        difference L(k + s) - L(k) carries the rounding of two values only.
         """
-        cdef double a = self.nu * self.r[j] + self.code_sum[c * self.T + j]
-        cdef double b = self.nu + self.stage_count[c * self.T + j] + 1.0
-        cdef double* row = self.table + (c * self.T + j) * self.n
-        cdef intp_t s
-        row[0] = log(b / (a + b))
-        for s in range(1, self.n - j):
-            row[s] = row[s - 1] + log((a + s - 1.0) / (a + b + s))
+        cdef intp_t k, old = self.ladder_size[m], grown
+        cdef double offset = self.ladder_offset[m], base
+        if size <= old:
+            return self.ladder[m]
+        grown = max(size, 2 * old, 1024)
+        self.ladder[m] = <double*> _realloc(self.ladder[m], grown * sizeof(double))
+        base = lgamma(offset)
+        for k in range(old, grown):
+            self.ladder[m][k] = lgamma(offset + k) - base
+        self.ladder_size[m] = grown
+        return self.ladder[m]
+
+    cdef int _refresh_stage(self, intp_t c, intp_t j) except -1 nogil:
+        """Cache the Beta-Gibbs predictive of stage j of cluster c (Figure 5).
+
+        With A = nu r_j + S_j and B = nu + N_j + 1 the term of a code s is
+
+            log Beta(s + A, B + 1) / Beta(A, B)
+              = log B + sum_{u<s} log(A + u) - sum_{u<=s} log(A + B + u)
+              = log B + L_a(S + s) - L_a(S) - L_b(M + 1 + s) + L_b(M),
+
+        M = S + N_j + 1, since the code sum S and the count N_j are integers and
+        A + B = (nu r_j + nu) + M. So a change of the cluster's statistics costs
+        O(1) here, and a (ranking, cluster) pair two look-ups per stage.
+        """
+        cdef intp_t S = <intp_t> (self.code_sum[c * self.T + j] + 0.5)
+        cdef intp_t N = <intp_t> (self.stage_count[c * self.T + j] + 0.5)
+        cdef intp_t M = S + N + 1
+        cdef double* la = self._ladder(self.ladder_a[j], S + self.n + 1)
+        cdef double* lb = self._ladder(self.ladder_b[j], M + self.n + 2)
+        self.beta_base[c * self.T + j] = log(self.nu + N + 1.0) - la[S] + lb[M]
+        self.beta_lo[c * self.T + j] = S
+        self.beta_hi[c * self.T + j] = M + 1
+        return 0
 
     cdef inline void _codes(self, intp_t i, intp_t c, intp_t* out) noexcept nogil:
         codes_one(&self.X[i, 0], self.lengths[i], self.position + c * self.n, out)
@@ -303,38 +385,37 @@ cdef class MallowsChain:
         return value
 
     cdef double _beta_from_table(self, intp_t i, intp_t c) noexcept nogil:
-        cdef intp_t j, t = self.lengths[i]
+        """The Beta-Gibbs predictive of ranking i in cluster c, from c's cache."""
+        cdef intp_t j, t = self.lengths[i], at
         cdef double value = 0.0
         self._codes(i, c, self.code)
         for j in range(t):
-            value += self.table[(c * self.T + j) * self.n + self.code[j]]
+            at = c * self.T + j
+            value += (self.beta_base[at]
+                      + self.ladder[self.ladder_a[j]][self.beta_lo[at] + self.code[j]]
+                      - self.ladder[self.ladder_b[j]][self.beta_hi[at] + self.code[j]])
         return value
 
     cdef double _beta_direct(self, intp_t i, intp_t c, const intp_t* codes) noexcept nogil:
         """The Beta-Gibbs predictive of ranking i in cluster c, from c's current stats.
 
-        Used for the ranking's own cluster, whose stats have just lost it: a few
-        log-gammas per ranking spare a table refresh whenever it stays put.
+        Used for the ranking's own cluster, whose stats have just lost it and whose
+        cache is left as it was: if the ranking stays, nothing needs refreshing.
         """
-        cdef intp_t j, u, t = self.lengths[i]
-        cdef double a, b, ratio, value = 0.0
+        cdef intp_t j, t = self.lengths[i], S, N, M
+        cdef double value = 0.0
+        cdef double* la
+        cdef double* lb
         for j in range(t):
-            a = self.nu * self.r[j] + self.code_sum[c * self.T + j]
-            b = self.nu + self.stage_count[c * self.T + j] + 1.0
-            ratio = 0.0
-            if codes[j] <= SHORT_PRODUCT:
-                # The table's recursion, run up to this code only: members of a
-                # cluster have small codes, so this is a handful of multiplications.
-                ratio = b / (a + b)
-                for u in range(1, codes[j] + 1):
-                    ratio *= (a + u - 1.0) / (a + b + u)
-            if ratio > 1e-280:
-                value += log(ratio)
-            else:
-                # long codes, or a product that came near underflow (tiny nu r_j)
-                value += (lgamma(codes[j] + a) + lgamma(b + 1.0)
-                          - lgamma(codes[j] + a + b + 1.0) - lgamma(a) - lgamma(b)
-                          + lgamma(a + b))
+            S = <intp_t> (self.code_sum[c * self.T + j] + 0.5)
+            N = <intp_t> (self.stage_count[c * self.T + j] + 0.5)
+            M = S + N + 1
+            # No growth needed: the ladders cover c's full statistics, and taking
+            # the ranking out only lowers S and M.
+            la = self.ladder[self.ladder_a[j]]
+            lb = self.ladder[self.ladder_b[j]]
+            value += (log(self.nu + N + 1.0) + la[S + codes[j]] - la[S]
+                      - lb[M + 1 + codes[j]] + lb[M])
         return value
 
     cdef void _add_stats(self, intp_t c, intp_t i, const intp_t* codes, double sign) noexcept nogil:
@@ -394,7 +475,7 @@ cdef class MallowsChain:
                 return k
         return top - 1
 
-    cdef void _new_cluster(self, intp_t c, intp_t i) noexcept nogil:
+    cdef int _new_cluster(self, intp_t c, intp_t i) except -1 nogil:
         """Parameters of a new cluster given its one ranking pi_i (module docstring)."""
         cdef intp_t j, k, t = self.lengths[i], top
         cdef double a, b, beta
@@ -415,6 +496,7 @@ cdef class MallowsChain:
                 self.stage_count[c * self.T + j] = 1.0 if j < t else 0.0
             self._beta_theta(c)
         self._refresh(c)
+        return 0
 
     cdef void _sample_sigma_n1(self, intp_t c, intp_t i) noexcept nogil:
         """Sample-sigma-N1 (Figure 4): P(V_j = k) proportional to Beta(nu r_j + k, nu + 2).
@@ -449,7 +531,7 @@ cdef class MallowsChain:
     cdef void _remove(self, intp_t i) noexcept nogil:
         """Take ranking i out of its cluster (closing it if it empties)."""
         cdef intp_t c_old = self.labels[i]
-        self.size[c_old] -= 1
+        self._resize(c_old, -1)
         if self.beta_gibbs:
             self._codes(i, c_old, self.old_code)
             self._add_stats(c_old, i, self.old_code, -1.0)
@@ -464,11 +546,11 @@ cdef class MallowsChain:
         for a in range(self.n_active):
             c = self.active[a]
             if not self.beta_gibbs:
-                self.log_prob[a] = log(<double> self.size[c]) + self._gm_log_likelihood(i, c)
+                self.log_prob[a] = self.log_size[c] + self._gm_log_likelihood(i, c)
             elif c == c_old:
-                self.log_prob[a] = log(<double> self.size[c]) + self._beta_direct(i, c, self.old_code)
+                self.log_prob[a] = self.log_size[c] + self._beta_direct(i, c, self.old_code)
             else:
-                self.log_prob[a] = log(<double> self.size[c]) + self._beta_from_table(i, c)
+                self.log_prob[a] = self.log_size[c] + self._beta_from_table(i, c)
             if self.log_prob[a] > high:
                 high = self.log_prob[a]
         self.log_prob[self.n_active] = self.log_new[self.lengths[i]]
@@ -488,7 +570,13 @@ cdef class MallowsChain:
             high = self._score(i)
             total = 0.0
             for a in range(self.n_active + 1):
-                self.log_prob[a] = exp(self.log_prob[a] - high)
+                # A weight below exp(-50) of the largest one (which contributes 1)
+                # cannot change the total or the draw in double precision, even
+                # summed over 10^5 clusters: skip its exp.
+                if self.log_prob[a] - high < NEGLIGIBLE_LOG_RATIO:
+                    self.log_prob[a] = 0.0
+                else:
+                    self.log_prob[a] = exp(self.log_prob[a] - high)
                 total += self.log_prob[a]
             u = uniform(self.rng) * total
             choice = self.n_active
@@ -512,11 +600,11 @@ cdef class MallowsChain:
                         # a ranking of length t changes the statistics of its
                         # first t stages only
                         for j in range(self.lengths[i]):
-                            self._refresh_table(c, j)
+                            self._refresh_stage(c, j)
             if self.beta_gibbs and alive and c != c_old:
                 for j in range(self.lengths[i]):
-                    self._refresh_table(c_old, j)
-            self.size[c] += 1
+                    self._refresh_stage(c_old, j)
+            self._resize(c, 1)
             self.labels[i] = c
         return 0
 
@@ -635,7 +723,7 @@ cdef class MallowsChain:
             if map_[k] < 0:
                 map_[k] = self._open_slot()
             self.labels[i] = map_[k]
-            self.size[map_[k]] += 1
+            self._resize(map_[k], 1)
         for a in range(self.n_active):
             c = self.active[a]
             for j in range(self.T):
@@ -724,7 +812,7 @@ cdef class MallowsChain:
         with nogil:
             if self.size[c_old] == 0:
                 self._open_slot_id(c_old)
-            self.size[c_old] += 1
+            self._resize(c_old, 1)
             if self.beta_gibbs:
                 self._add_stats(c_old, i, self.old_code, 1.0)
         weights = np.array([scores.get(slot_of_label[k], -np.inf) for k in range(len(slot_of_label))])
