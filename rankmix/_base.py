@@ -82,6 +82,14 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
     def _sample_components(self, components, parameters, rng):
         """One sample from each listed cluster of a draw."""
 
+    def _extra_traces(self):
+        """Names of chain attributes to trace besides n_clusters and log_joint."""
+        return ()
+
+    def _draw_alpha(self, parameters):
+        """The DP concentration of one draw (fixed unless the model samples it)."""
+        return self.alpha
+
     # -- fitting ---------------------------------------------------------------
 
     def fit(self, X, y=None):
@@ -134,6 +142,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
             n_jobs=self.n_jobs,
             random_state=self.random_state,
             verbose=self.verbose,
+            extra_traces=self._extra_traces(),
         )
         self.label_samples_ = posterior.label_samples
         self.trace_ = posterior.trace
@@ -209,12 +218,14 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         """
         check_is_fitted(self)
         X = self._check_new_data(X)
-        log_new = np.log(self.alpha) + self._new_cluster_log_density(X)
-        log_norm = np.log(self._n_train + self.alpha)
+        log_new_density = self._new_cluster_log_density(X)
         per_draw = np.empty((len(self._draws), X.shape[0]))
         for d, parameters in enumerate(self._draws):
+            alpha = self._draw_alpha(parameters)
             terms = self._component_log_density(X, parameters) + np.log(parameters[-1])
-            per_draw[d] = np.logaddexp(logsumexp(terms, axis=1), log_new) - log_norm
+            per_draw[d] = np.logaddexp(
+                logsumexp(terms, axis=1), np.log(alpha) + log_new_density
+            ) - np.log(self._n_train + alpha)
         return logsumexp(per_draw, axis=0) - np.log(len(self._draws))
 
     def score(self, X, y=None):

@@ -37,8 +37,7 @@ class ChainResult:
 
     labels: np.ndarray  # (n_kept, N)
     parameters: list  # per kept draw, the snapshot's parameter tuple
-    n_clusters: np.ndarray  # (n_iter,)
-    log_joint: np.ndarray  # (n_iter,)
+    trace: dict  # name -> (n_iter,): "n_clusters", "log_joint" and any extras
 
 
 @dataclass
@@ -61,6 +60,7 @@ def run_chains(
     n_jobs,
     random_state,
     verbose=0,
+    extra_traces=(),
 ):
     """Run the chains and pool their draws.
 
@@ -76,6 +76,9 @@ def run_chains(
         Fixes every chain's stream.
     verbose : int
         0 is silent; 1 or more prints progress lines.
+    extra_traces : tuple of str
+        Names of further chain attributes to record after every sweep (for
+        example ``"alpha"`` when the model samples it).
 
     Returns
     -------
@@ -85,35 +88,40 @@ def run_chains(
     progress = _Progress(n_iter, n_chains, verbose)
     # Threads: the sweeps release the GIL, and the chains share the data read-only.
     results = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_run_chain)(make_chain, bit_generator, n_iter, burn_in, thin, index, progress)
+        delayed(_run_chain)(
+            make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra_traces
+        )
         for index, bit_generator in enumerate(bit_generators)
     )
     label_samples = np.concatenate([result.labels for result in results])
     parameters = [p for result in results for p in result.parameters]
     trace = {
-        "n_clusters": np.stack([result.n_clusters for result in results]),
-        "log_joint": np.stack([result.log_joint for result in results]),
+        name: np.stack([result.trace[name] for result in results])
+        for name in results[0].trace
     }
     best_draw = vi_consensus(label_samples)
     _warn_if_chains_disagree(trace["log_joint"][:, burn_in:])
     return Posterior(label_samples, parameters, trace, best_draw)
 
 
-def _run_chain(make_chain, bit_generator, n_iter, burn_in, thin, index, progress):
+def _run_chain(make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra):
     chain = make_chain(bit_generator)
-    n_clusters = np.empty(n_iter, dtype=np.intp)
-    log_joint = np.empty(n_iter, dtype=np.float64)
+    trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
+    for name in ("log_joint", *extra):
+        trace[name] = np.empty(n_iter, dtype=np.float64)
     kept_labels, kept_parameters = [], []
     for sweep in range(n_iter):
         chain.sweep()
-        n_clusters[sweep] = chain.n_clusters
-        log_joint[sweep] = chain.log_joint
+        trace["n_clusters"][sweep] = chain.n_clusters
+        trace["log_joint"][sweep] = chain.log_joint
+        for name in extra:
+            trace[name][sweep] = getattr(chain, name)
         if sweep >= burn_in and (sweep - burn_in) % thin == 0:
             labels, *parameters = chain.snapshot()
             kept_labels.append(labels)
             kept_parameters.append(tuple(parameters))
-        progress.update(index, sweep, n_clusters[sweep], log_joint[sweep])
-    return ChainResult(np.array(kept_labels), kept_parameters, n_clusters, log_joint)
+        progress.update(index, sweep, chain.n_clusters, chain.log_joint)
+    return ChainResult(np.array(kept_labels), kept_parameters, trace)
 
 
 def n_kept_draws(n_iter, burn_in, thin):

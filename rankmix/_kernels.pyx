@@ -931,18 +931,28 @@ DEF MAX_ABSCISSAE = 24
 cdef inline void code_moments(double theta, intp_t m, double* mean, double* var) noexcept nogil:
     """Mean and variance of k on 0..m with P(k) proportional to exp(-k theta).
 
-    The closed forms cancel catastrophically near theta = 0; a direct sum over the
-    m + 1 values is exact enough and cheap (it runs a few times per draw).
+    Closed forms, E k = 1/expm1(theta) - (m+1)/expm1((m+1) theta) and the like for
+    the variance, when (m + 1) theta >= 0.01; below that their two terms nearly
+    cancel, and a direct sum over the m + 1 values is exact enough (and cheap,
+    since theta is then tiny only for small m or in a rare corner).
     """
     cdef intp_t k
-    cdef double w, total = 0.0, first = 0.0, second = 0.0
-    for k in range(m + 1):
-        w = exp(-k * theta)
-        total += w
-        first += k * w
-        second += k * k * w
-    mean[0] = first / total
-    var[0] = second / total - mean[0] * mean[0]
+    cdef double w, total = 0.0, first = 0.0, second = 0.0, e1, e2, m1 = m + 1.0
+    if m1 * theta >= 0.01:
+        e1 = expm1(theta)
+        e2 = expm1(m1 * theta)
+        mean[0] = 1.0 / e1 - m1 / e2
+        # Var = e^t / expm1(t)^2 - (m+1)^2 e^{(m+1)t} / expm1((m+1)t)^2; the second
+        # term is written with 1/e2 + 1/e2^2 so that it cannot overflow.
+        var[0] = (1.0 / e1 + 1.0 / (e1 * e1)) - m1 * m1 * (1.0 / e2 + 1.0 / (e2 * e2))
+    else:
+        for k in range(m + 1):
+            w = exp(-k * theta)
+            total += w
+            first += k * w
+            second += k * k * w
+        mean[0] = first / total
+        var[0] = second / total - mean[0] * mean[0]
     if var[0] < 0.0:
         var[0] = 0.0
 
