@@ -3,8 +3,9 @@
 """rankmix: Dirichlet-process mixtures of rankings and vectors, fitted by MCMC."""
 
 from . import mallows
+from ._gaussian import DPGaussianClustering
 from ._mallows import DPMallowsClustering
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DPMallowsClustering", "mallows", "__version__"]
+__all__ = ["DPGaussianClustering", "DPMallowsClustering", "mallows", "__version__"]

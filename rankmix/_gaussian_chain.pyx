@@ -1,0 +1,609 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""One MCMC chain of the DP mixture of Gaussians with a conjugate NIW prior, compiled.
+
+The chain is collapsed: the cluster means and covariances are integrated out, and
+the state is the clustering plus, per cluster, the sufficient statistics of
+``_gaussian_kernels`` (n, m_n and the Cholesky factor of Psi_n, or psi_n for
+``diag``), kept up to date by rank-one updates as points move. A sweep releases the
+GIL for all its work:
+
+1. ``n_split_merge`` sequentially-allocated merge-split proposals (SAMS, Dahl
+   2003), each an exact Metropolis-Hastings step;
+2. one collapsed Gibbs scan (Neal 2000, algorithm 3): each point in turn leaves
+   its cluster and joins cluster k with probability proportional to n_k p(x | k),
+   or a new cluster with probability proportional to alpha p(x);
+3. after a Gibbs scan, every cluster's factor is recomputed from its members, so
+   that the round-off of the downdates never outlives a sweep;
+4. optionally, alpha | K by Escobar & West (1995)'s auxiliary-variable step.
+
+Clusters live in slots of one growable array of states, reused when a cluster
+empties, so no relabelling pass over the data is ever needed.
+
+SAMS (Dahl 2003). Pick an ordered pair of distinct points (i, j) uniformly and a
+uniform random order of the other points S of c_i's and c_j's clusters. Starting
+from {i} and {j}, allocate the points of S in that order, each to the side A (of
+i) with probability
+
+    q_k = n_A p(x_k | A) / (n_A p(x_k | A) + n_B p(x_k | B)),
+
+given the points already allocated. If c_i = c_j this proposes the split (A, B),
+with proposal probability q(split) = prod_k (q_k or 1 - q_k); otherwise it proposes
+the merge A u B, and q(split) is the probability that the same allocation, forced
+to follow the current clusters, reproduces them. The reverse of each proposal is
+deterministic given (i, j, order), which both directions draw alike, so the
+Metropolis-Hastings ratios are
+
+    split:  alpha Gamma(n_A) Gamma(n_B) / Gamma(n_A + n_B)
+            * m(A) m(B) / m(A u B) / q(split),
+    merge:  the inverse, times q(split),
+
+with m the cluster marginal likelihood. Both leave the posterior invariant, and
+together they can reach every clustering, so split-merge alone is a valid sampler.
+"""
+
+import numpy as np
+
+from libc.math cimport INFINITY, exp, lgamma, log, log1p
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+from numpy.random cimport bitgen_t
+
+from ._gaussian_kernels cimport (
+    NIW, NIWModel, S_COUNT, S_LOG_WEIGHT, S_MEAN, intp_t, state_add,
+    state_log_kernel, state_log_marginal, state_rebuild, state_refresh,
+    state_remove,
+)
+from ._rng cimport bitgen_pointer, uniform, uniform_index
+
+cdef extern from "numpy/random/distributions.h":
+    double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
+    double random_standard_gamma(bitgen_t *bitgen_state, double shape) nogil
+
+
+cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
+    cdef void* grown = realloc(pointer, size if size > 0 else 1)
+    if grown == NULL:
+        with gil:
+            raise MemoryError(f"could not allocate {size} bytes")
+    return grown
+
+
+cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
+    """log(e^la / (e^la + e^lb)) and log(e^lb / (e^la + e^lb)), without overflow."""
+    cdef double diff = lb - la
+    if diff > 0.0:
+        log_b[0] = -log1p(exp(-diff))
+        log_a[0] = -diff + log_b[0]
+    else:
+        log_a[0] = -log1p(exp(diff))
+        log_b[0] = diff + log_a[0]
+
+
+cdef class GaussianChain:
+    """State and sweeps of one chain (see the module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, d), dtype=np.float64
+        Validated, C-contiguous data.
+    model : NIWModel
+        The cluster prior; its tables must cover n = 0..N.
+    alpha : float
+        Initial (or fixed) DP concentration.
+    gibbs : bool
+        Run a collapsed Gibbs scan each sweep.
+    n_split_merge : int
+        SAMS proposals per sweep (0 for none).
+    alpha_prior : tuple (shape, rate) or None
+        Gamma prior of alpha, resampled each sweep; None keeps alpha fixed.
+    init_clusters : int
+        Number of clusters of the random initial clustering.
+    bit_generator : numpy.random.BitGenerator
+        This chain's own random stream.
+    """
+
+    cdef object bit_generator
+    cdef bitgen_t* rng
+    cdef NIWModel model
+    cdef NIW* p
+    cdef const double[:, ::1] X
+    cdef intp_t N, d, W
+    cdef bint gibbs, sample_alpha
+    cdef intp_t n_split_merge
+    cdef double alpha_shape, alpha_rate
+    cdef public double alpha
+    cdef public double log_joint
+    cdef intp_t[::1] labels
+    cdef double[::1] log_prior_predictive   # (N,) log p(x_i) under the prior
+    cdef public object split_merge_counts   # proposed / accepted splits and merges
+    cdef intp_t n_split, n_split_accepted, n_merge, n_merge_accepted
+
+    # cluster slots
+    cdef intp_t capacity, n_active, n_free
+    cdef intp_t* active        # (capacity,) active slot ids
+    cdef intp_t* active_pos    # (capacity,) index of a slot in active, -1 if free
+    cdef intp_t* free_slots    # (capacity,) stack of free slot ids
+    cdef double* states        # (capacity, W)
+    cdef double* log_prob      # (capacity + 1,) assignment scratch
+    cdef intp_t* member_start  # (capacity + 1,)
+
+    # scratch
+    cdef double* work          # (d * d + 2 d,)
+    cdef intp_t* members       # (N,)
+    cdef char* side            # (N,) split-merge: 1 if the point goes with i
+    cdef double* state_a       # (W,) split-merge: i's side
+    cdef double* state_b       # (W,) split-merge: j's side
+    cdef double* state_m       # (W,) split-merge: the merged cluster
+
+    def __init__(
+        self, const double[:, ::1] X, NIWModel model, double alpha, bint gibbs,
+        intp_t n_split_merge, alpha_prior, intp_t init_clusters, bit_generator,
+    ):
+        cdef intp_t i, n_init
+        self.X = X
+        self.N = X.shape[0]
+        self.d = X.shape[1]
+        self.model = model
+        self.p = &model.p
+        if self.p.d != self.d or self.p.n_max < self.N:
+            raise ValueError("the model does not match the data")
+        self.W = self.p.width
+        self.alpha = alpha
+        self.gibbs = gibbs
+        self.n_split_merge = n_split_merge if self.N >= 2 else 0
+        self.sample_alpha = alpha_prior is not None
+        if self.sample_alpha:
+            self.alpha_shape, self.alpha_rate = alpha_prior
+        self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+        self.rng = bitgen_pointer(self.bit_generator)
+        self.labels = np.empty(self.N, dtype=np.intp)
+        self.log_prior_predictive = model.log_predictive(model.empty_state(), np.asarray(X))
+
+        self.work = <double*> malloc((self.d * self.d + 2 * self.d) * sizeof(double))
+        self.members = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
+        self.side = <char*> malloc(max(self.N, 1) * sizeof(char))
+        self.state_a = <double*> malloc(self.W * sizeof(double))
+        self.state_b = <double*> malloc(self.W * sizeof(double))
+        self.state_m = <double*> malloc(self.W * sizeof(double))
+        if (self.work == NULL or self.members == NULL or self.side == NULL
+                or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
+            raise MemoryError("could not allocate the chain's work arrays")
+        self.capacity = 0
+        self._grow(max(2 * init_clusters, 16))
+
+        n_init = max(1, min(init_clusters, self.N))
+        with self.bit_generator.lock, nogil:
+            self._initialise(n_init)
+        self._count_split_merge()
+
+    def __dealloc__(self):
+        free(self.active); free(self.active_pos); free(self.free_slots)
+        free(self.states); free(self.log_prob); free(self.member_start)
+        free(self.work); free(self.members); free(self.side)
+        free(self.state_a); free(self.state_b); free(self.state_m)
+
+    # -- slots ---------------------------------------------------------------
+
+    cdef int _grow(self, intp_t capacity) except -1 nogil:
+        """Reallocate every per-slot array for ``capacity`` slots."""
+        cdef intp_t old = self.capacity, c
+        if capacity <= old:
+            return 0
+        self.active = <intp_t*> _realloc(self.active, capacity * sizeof(intp_t))
+        self.active_pos = <intp_t*> _realloc(self.active_pos, capacity * sizeof(intp_t))
+        self.free_slots = <intp_t*> _realloc(self.free_slots, capacity * sizeof(intp_t))
+        self.states = <double*> _realloc(self.states, capacity * self.W * sizeof(double))
+        self.log_prob = <double*> _realloc(self.log_prob, (capacity + 1) * sizeof(double))
+        self.member_start = <intp_t*> _realloc(self.member_start, (capacity + 1) * sizeof(intp_t))
+        # New slots go on the free stack, lowest id on top.
+        for c in range(capacity - 1, old - 1, -1):
+            self.active_pos[c] = -1
+            self.free_slots[self.n_free] = c
+            self.n_free += 1
+        self.capacity = capacity
+        return 0
+
+    cdef intp_t _open_slot(self) except -1 nogil:
+        """An empty cluster (the prior's state). May move ``states``: re-read pointers."""
+        cdef intp_t c
+        if self.n_free == 0:
+            self._grow(2 * self.capacity)
+        self.n_free -= 1
+        c = self.free_slots[self.n_free]
+        self.active_pos[c] = self.n_active
+        self.active[self.n_active] = c
+        self.n_active += 1
+        memcpy(self._state(c), self.p.prior, self.W * sizeof(double))
+        return c
+
+    cdef void _close_slot(self, intp_t c) noexcept nogil:
+        cdef intp_t q = self.active_pos[c], last = self.active[self.n_active - 1]
+        self.active[q] = last
+        self.active_pos[last] = q
+        self.n_active -= 1
+        self.active_pos[c] = -1
+        self.free_slots[self.n_free] = c
+        self.n_free += 1
+
+    cdef inline double* _state(self, intp_t c) noexcept nogil:
+        return self.states + c * self.W
+
+    cdef inline const double* _x(self, intp_t i) noexcept nogil:
+        return &self.X[i, 0]
+
+    # -- rebuilding states from the data ----------------------------------------------
+
+    cdef void _group_members(self) noexcept nogil:
+        """members[member_start[c]:member_start[c + 1]]: the points of slot c."""
+        cdef intp_t i, c
+        for c in range(self.capacity + 1):
+            self.member_start[c] = 0
+        for i in range(self.N):
+            self.member_start[self.labels[i] + 1] += 1
+        for c in range(self.capacity):
+            self.member_start[c + 1] += self.member_start[c]
+        for i in range(self.N):
+            c = self.labels[i]
+            self.members[self.member_start[c]] = i
+            self.member_start[c] += 1
+        # member_start[c] now holds the end of slot c: shift back to the starts.
+        for c in range(self.capacity, 0, -1):
+            self.member_start[c] = self.member_start[c - 1]
+        self.member_start[0] = 0
+
+    cdef int _rebuild_all(self) except -1 nogil:
+        """Every active cluster's state afresh from its members (O(N d^2 + K d^3))."""
+        cdef intp_t a, c
+        self._group_members()
+        for a in range(self.n_active):
+            c = self.active[a]
+            if state_rebuild(
+                self.p, self._state(c), &self.X[0, 0], self.members + self.member_start[c],
+                self.member_start[c + 1] - self.member_start[c], self.work,
+            ) < 0:
+                self._fail()
+        return 0
+
+    cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil:
+        """Slot c's state from its members other than point ``exclude``, O(N + n d^2).
+
+        The fallback when a downdate loses positive definiteness (rare).
+        """
+        cdef intp_t i, n = 0
+        for i in range(self.N):
+            if self.labels[i] == c and i != exclude:
+                self.members[n] = i
+                n += 1
+        if state_rebuild(self.p, self._state(c), &self.X[0, 0], self.members, n, self.work) < 0:
+            self._fail()
+        return 0
+
+    cdef int _fail(self) except -1 nogil:
+        with gil:
+            raise FloatingPointError(
+                "A cluster's posterior scale matrix is not numerically positive "
+                "definite. Standardise the data or pass a better-conditioned "
+                "covariance_prior."
+            )
+
+    # -- moves ---------------------------------------------------------------------
+
+    cdef int _gibbs_scan(self) except -1 nogil:
+        """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
+        cdef intp_t i, a, c, c_old, choice
+        cdef double high, total, u, value
+        cdef double log_alpha = log(self.alpha)
+        cdef const double* x
+        cdef double* s
+        for i in range(self.N):
+            x = self._x(i)
+            c_old = self.labels[i]
+            s = self._state(c_old)
+            if s[S_COUNT] <= 1.0:
+                self._close_slot(c_old)
+            elif state_remove(self.p, s, x, self.work) < 0:
+                self._rebuild_slot(c_old, i)
+
+            high = -INFINITY
+            for a in range(self.n_active):
+                s = self._state(self.active[a])
+                value = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
+                self.log_prob[a] = value
+                if value > high:
+                    high = value
+            value = log_alpha + self.log_prior_predictive[i]
+            self.log_prob[self.n_active] = value
+            if value > high:
+                high = value
+            total = 0.0
+            for a in range(self.n_active + 1):
+                self.log_prob[a] = exp(self.log_prob[a] - high)
+                total += self.log_prob[a]
+            u = uniform(self.rng) * total
+            choice = self.n_active
+            for a in range(self.n_active + 1):
+                u -= self.log_prob[a]
+                if u < 0.0:
+                    choice = a
+                    break
+            if choice == self.n_active:
+                c = self._open_slot()
+            else:
+                c = self.active[choice]
+            state_add(self.p, self._state(c), x, self.work)
+            self.labels[i] = c
+        return 0
+
+    cdef int _split_merge(self) except -1 nogil:
+        """One SAMS proposal and its Metropolis-Hastings decision (module docstring)."""
+        cdef intp_t i, j, k, r, t, m = 0, ci, cj, c_new, c_big, c_small
+        cdef bint split, to_a
+        cdef double la, lb, log_a, log_b, log_q = 0.0, log_ratio, n_a, n_b
+        cdef double* s_i
+        cdef double* s_j
+        cdef double* s_big
+        i = uniform_index(self.rng, self.N)
+        j = uniform_index(self.rng, self.N - 1)
+        if j >= i:
+            j += 1
+        ci = self.labels[i]
+        cj = self.labels[j]
+        split = ci == cj
+        for k in range(self.N):
+            if k != i and k != j and (self.labels[k] == ci or self.labels[k] == cj):
+                self.members[m] = k
+                m += 1
+        # a uniform random order of the other points (Fisher-Yates)
+        for r in range(m - 1, 0, -1):
+            t = uniform_index(self.rng, r + 1)
+            k = self.members[r]
+            self.members[r] = self.members[t]
+            self.members[t] = k
+
+        memcpy(self.state_a, self.p.prior, self.W * sizeof(double))
+        memcpy(self.state_b, self.p.prior, self.W * sizeof(double))
+        state_add(self.p, self.state_a, self._x(i), self.work)
+        state_add(self.p, self.state_b, self._x(j), self.work)
+        for r in range(m):
+            k = self.members[r]
+            la = self.state_a[S_LOG_WEIGHT] + state_log_kernel(
+                self.p, self.state_a, self._x(k), self.work)
+            lb = self.state_b[S_LOG_WEIGHT] + state_log_kernel(
+                self.p, self.state_b, self._x(k), self.work)
+            _log_pair(la, lb, &log_a, &log_b)
+            if split:
+                to_a = log(uniform(self.rng)) < log_a
+            else:
+                to_a = self.labels[k] == ci
+            log_q += log_a if to_a else log_b
+            self.side[k] = to_a
+            state_add(self.p, self.state_a if to_a else self.state_b, self._x(k), self.work)
+
+        n_a = self.state_a[S_COUNT]
+        n_b = self.state_b[S_COUNT]
+        log_ratio = (
+            log(self.alpha) + lgamma(n_a) + lgamma(n_b) - lgamma(n_a + n_b)
+            + state_log_marginal(self.p, self.state_a)
+            + state_log_marginal(self.p, self.state_b)
+            - log_q
+        )
+        if split:
+            self.n_split += 1
+            log_ratio -= state_log_marginal(self.p, self._state(ci))
+            if log(uniform(self.rng)) < log_ratio:
+                self.n_split_accepted += 1
+                c_new = self._open_slot()
+                memcpy(self._state(ci), self.state_a, self.W * sizeof(double))
+                memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
+                self.labels[j] = c_new
+                for r in range(m):
+                    k = self.members[r]
+                    if not self.side[k]:
+                        self.labels[k] = c_new
+            return 0
+
+        # merge: the merged state is the larger cluster's plus the smaller's points
+        self.n_merge += 1
+        s_i = self._state(ci)
+        s_j = self._state(cj)
+        if s_i[S_COUNT] >= s_j[S_COUNT]:
+            c_big, c_small = ci, cj
+        else:
+            c_big, c_small = cj, ci
+        s_big = self._state(c_big)
+        memcpy(self.state_m, s_big, self.W * sizeof(double))
+        state_add(self.p, self.state_m, self._x(i if c_small == ci else j), self.work)
+        for r in range(m):
+            k = self.members[r]
+            if self.labels[k] == c_small:
+                state_add(self.p, self.state_m, self._x(k), self.work)
+        # The inverse of the split's ratio, the current clusters c_i, c_j being the
+        # forced allocation's A and B: log m(M) - [log alpha + log Gamma(n_A)
+        # Gamma(n_B) / Gamma(n) + log m(A) + log m(B) - log q(split)].
+        log_ratio = state_log_marginal(self.p, self.state_m) - log_ratio
+        if log(uniform(self.rng)) < log_ratio:
+            self.n_merge_accepted += 1
+            memcpy(self._state(ci), self.state_m, self.W * sizeof(double))
+            self.labels[j] = ci
+            for r in range(m):
+                k = self.members[r]
+                self.labels[k] = ci
+            self._close_slot(cj)
+        return 0
+
+    cdef void _update_alpha(self) noexcept nogil:
+        """alpha | K, N under a Gamma(a, b) prior (Escobar & West 1995, sec. 6).
+
+        With eta ~ Beta(alpha + 1, N), alpha | eta, K is the mixture
+        pi Gamma(a + K, b - log eta) + (1 - pi) Gamma(a + K - 1, b - log eta),
+        pi / (1 - pi) = (a + K - 1) / (N (b - log eta)).
+        """
+        cdef double eta, rate, odds, shape
+        cdef double a = self.alpha_shape, K = self.n_active
+        eta = random_beta(self.rng, self.alpha + 1.0, <double> self.N)
+        rate = self.alpha_rate - log(eta)
+        odds = (a + K - 1.0) / (self.N * rate)
+        shape = a + K if uniform(self.rng) * (1.0 + odds) < odds else a + K - 1.0
+        self.alpha = random_standard_gamma(self.rng, shape) / rate
+        # a Gamma draw of tiny shape can round to 0, where log alpha is undefined
+        if self.alpha < 1e-300:
+            self.alpha = 1e-300
+
+    cdef double _compute_log_joint(self) noexcept nogil:
+        """log p(c, X | alpha) (+ log p(alpha) if alpha is sampled), constants included.
+
+        The CRP prior alpha^K prod_k Gamma(n_k) Gamma(alpha) / Gamma(alpha + N) times
+        the clusters' marginal likelihoods.
+        """
+        cdef intp_t a
+        cdef double* s
+        cdef double value = self.n_active * log(self.alpha) + lgamma(self.alpha) - lgamma(self.alpha + self.N)
+        for a in range(self.n_active):
+            s = self._state(self.active[a])
+            value += lgamma(s[S_COUNT]) + state_log_marginal(self.p, s)
+        if self.sample_alpha:
+            value += (self.alpha_shape * log(self.alpha_rate) - lgamma(self.alpha_shape)
+                      + (self.alpha_shape - 1.0) * log(self.alpha) - self.alpha_rate * self.alpha)
+        return value
+
+    cdef int _initialise(self, intp_t n_init) except -1 nogil:
+        """A uniformly random clustering into (at most) n_init clusters."""
+        cdef intp_t i, k
+        cdef intp_t* map_ = self.members  # scratch: cluster index -> slot
+        for k in range(n_init):
+            map_[k] = -1
+        for i in range(self.N):
+            k = uniform_index(self.rng, n_init)
+            if map_[k] < 0:
+                map_[k] = self._open_slot()
+            self.labels[i] = map_[k]
+        self._rebuild_all()
+        self.log_joint = self._compute_log_joint()
+        return 0
+
+    cdef int _sweep(self) except -1 nogil:
+        cdef intp_t t
+        for t in range(self.n_split_merge):
+            self._split_merge()
+        if self.gibbs:
+            self._gibbs_scan()
+            self._rebuild_all()
+        if self.sample_alpha:
+            self._update_alpha()
+        return 0
+
+    # -- Python interface ------------------------------------------------------------
+
+    def sweep(self, intp_t n_sweeps=1):
+        """Run ``n_sweeps`` full sweeps with the GIL released."""
+        cdef intp_t s
+        with self.bit_generator.lock, nogil:
+            for s in range(n_sweeps):
+                self._sweep()
+            self.log_joint = self._compute_log_joint()
+        self._count_split_merge()
+
+    def _count_split_merge(self):
+        self.split_merge_counts = {
+            "split_proposed": self.n_split, "split_accepted": self.n_split_accepted,
+            "merge_proposed": self.n_merge, "merge_accepted": self.n_merge_accepted,
+        }
+
+    @property
+    def n_clusters(self):
+        return self.n_active
+
+    def snapshot(self):
+        """The current state, clusters numbered by first appearance in the data.
+
+        Returns
+        -------
+        labels : ndarray of shape (N,)
+        means : ndarray of shape (K, d)
+            Posterior means m_n of the cluster means (also the predictive locations).
+        covariances : ndarray of shape (K, d, d) or (K, d)
+            Posterior means of the covariances: Psi_n / (nu_n - d - 1) when
+            nu_n > d + 1, else Psi_n / nu_n, the inverse of the posterior mean of the
+            precision (``diag``: per dimension, with d = 1).
+        predictive_factors : ndarray of shape (K, d, d) or (K, d)
+            Lower Cholesky factor of each cluster's Student-t predictive shape matrix
+            Psi_n (kappa_n + 1) / (kappa_n df_n) (``diag``: the per-dimension scales).
+        predictive_dfs : ndarray of shape (K,)
+            Degrees of freedom df_n of the predictives: nu_n - d + 1 (``diag``: nu_n).
+        alpha : float
+            The concentration of this state.
+        sizes : ndarray of shape (K,)
+        """
+        cdef intp_t i, c, k = 0
+        new_label = np.full(self.capacity, -1, dtype=np.intp)
+        labels = np.empty(self.N, dtype=np.intp)
+        order = []
+        for i in range(self.N):
+            c = self.labels[i]
+            if new_label[c] < 0:
+                new_label[c] = k
+                order.append(c)
+                k += 1
+            labels[i] = new_label[c]
+        states = np.asarray(<double[:self.capacity * self.W]> self.states).reshape(
+            self.capacity, self.W)[order]
+        return (labels, *describe_states(self.model, states), self.alpha,
+                states[:, S_COUNT].astype(np.intp))
+
+    def assignment_log_weights(self, intp_t i):
+        """Unnormalised log-probabilities of point i's next Gibbs assignment (tests).
+
+        ``weights[k]`` is the weight of the cluster numbered ``k`` in
+        :meth:`snapshot` with point i removed (-inf for point i's own cluster if i
+        is alone in it), ``new`` that of a new cluster. The state is not changed.
+        """
+        cdef intp_t c_old = self.labels[i], k
+        labels = self.snapshot()[0]
+        slots = {}
+        for r in range(self.N):
+            slots.setdefault(labels[r], self.labels[r])
+        state = np.empty(self.W, dtype=np.float64)
+        cdef double[::1] view = state
+        cdef double[::1] work = np.empty(self.d * self.d + 2 * self.d, dtype=np.float64)
+        weights = np.full(len(slots), -np.inf)
+        for k, c in slots.items():
+            memcpy(&view[0], self._state(c), self.W * sizeof(double))
+            if c == c_old:
+                if state[S_COUNT] <= 1.0:
+                    continue
+                if state_remove(self.p, &view[0], self._x(i), &work[0]) < 0:
+                    raise FloatingPointError("downdate failed")
+            weights[k] = state[S_LOG_WEIGHT] + state_log_kernel(self.p, &view[0], self._x(i), &work[0])
+        return weights, log(self.alpha) + self.log_prior_predictive[i]
+
+    def cluster_states(self):
+        """(K, width) copy of the active clusters' states, in slot order (for tests)."""
+        states = np.asarray(<double[:self.capacity * self.W]> self.states).reshape(
+            self.capacity, self.W)
+        return states[[self.active[a] for a in range(self.n_active)]].copy()
+
+
+def describe_states(NIWModel model, states):
+    """Posterior means and Student-t predictive parameters of a stack of states."""
+    cdef NIW* p = &model.p
+    d, full = p.d, p.full
+    n = states[:, S_COUNT]
+    kn = p.kappa + n
+    nun = p.nu + n
+    means = states[:, S_MEAN:S_MEAN + d].copy()
+    scale = states[:, p.scale_off:p.scale_off + p.scale_size]
+    d_eff = d if full else 1
+    df = nun - d_eff + 1.0
+    # E[Sigma] = Psi_n / (nu_n - d - 1) exists for nu_n > d + 1; otherwise report
+    # Psi_n / nu_n, the inverse of the posterior mean of the precision.
+    divisor = np.where(nun > d_eff + 1, nun - d_eff - 1, nun)
+    shape_coef = np.sqrt((kn + 1.0) / (kn * df))
+    if full:
+        L = scale.reshape(-1, d, d).transpose(0, 2, 1)  # column-major -> lower
+        covariances = L @ L.transpose(0, 2, 1) / divisor[:, None, None]
+        factors = L * shape_coef[:, None, None]
+    else:
+        covariances = scale / divisor[:, None]
+        factors = np.sqrt(scale) * shape_coef[:, None]
+    return means, covariances, np.ascontiguousarray(factors), df

@@ -1,0 +1,542 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Normal-inverse-Wishart kernels: Cholesky updates, Student-t predictives, marginals.
+
+One cluster of the DP Gaussian mixture has the conjugate prior
+
+    Sigma ~ InvWishart(Psi_0, nu_0),    mu | Sigma ~ N(m_0, Sigma / kappa_0)
+
+(``full``), or, for ``diag``, the product over dimensions j of the one-dimensional
+case sigma_j^2 ~ InvGamma(nu_0 / 2, psi_0j / 2), mu_j | sigma_j^2 ~ N(m_0j,
+sigma_j^2 / kappa_0). With both mu and Sigma integrated out, a cluster of n points
+is summarised by kappa_n = kappa_0 + n, nu_n = nu_0 + n, m_n and Psi_n, which a
+new point x changes by the rank-one update
+
+    Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - m_n)(x - m_n)^T,
+    m_{n+1} = (kappa_n m_n + x) / (kappa_n + 1).
+
+A state stores m_n and the Cholesky factor L of Psi_n (column-major lower, so that
+both the rank-one update and the column-oriented triangular solve run along
+contiguous memory), updated in O(d^2) per added or removed point; ``diag`` stores
+the vector psi_n. The predictive of x is the Student-t
+
+    t_{nu_n - d + 1}(x | m_n, Psi_n (kappa_n + 1) / (kappa_n (nu_n - d + 1))),
+
+whose log-density, with u = L^{-1} (x - m_n), is
+
+    C_n - (nu_n + 1) / 2 log(1 + kappa_n / (kappa_n + 1) |u|^2),
+    C_n = lgamma((nu_n + 1) / 2) - lgamma((nu_n - d + 1) / 2)
+          - d / 2 log(pi (kappa_n + 1) / kappa_n) - 1/2 log |Psi_n|.
+
+C_n is cached in the state and refreshed when the cluster changes, so one (point,
+cluster) pair costs one triangular solve, O(d^2), and one log; the log-gamma terms
+come from a table over n. The log marginal likelihood of the cluster is
+
+    -n d / 2 log pi + log Gamma_d(nu_n / 2) - log Gamma_d(nu_0 / 2)
+    + nu_0 / 2 log |Psi_0| - nu_n / 2 log |Psi_n| + d / 2 log(kappa_0 / kappa_n)
+
+(Murphy 2007, "Conjugate Bayesian analysis of the Gaussian distribution", eq. 266;
+``diag`` sums the d one-dimensional cases).
+"""
+
+import numpy as np
+from scipy.special import gammaln
+
+from libc.math cimport INFINITY, M_PI, isfinite, lgamma, log, log1p, sqrt
+from libc.string cimport memcpy
+
+# The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
+# flushes the running product to the log-sum before it can overflow.
+cdef double PRODUCT_FLUSH = 1e150
+
+
+# -- Cholesky factors ---------------------------------------------------------------
+# L is lower triangular, stored column-major: L_ik (i >= k) is L[k * d + i].
+
+
+cdef int chol_update(
+        double* L,   # INOUT (d, d) column-major lower factor
+        double* v,   # INOUT (d,) destroyed
+        intp_t d,
+) noexcept nogil:
+    """L L^T + v v^T, in place, by Givens rotations (LINPACK dchud). Returns 0."""
+    cdef intp_t k, i
+    cdef double r, c, s, lkk
+    cdef double* col
+    for k in range(d):
+        col = L + k * d
+        lkk = col[k]
+        r = sqrt(lkk * lkk + v[k] * v[k])
+        c = r / lkk
+        s = v[k] / lkk
+        col[k] = r
+        for i in range(k + 1, d):
+            col[i] = (col[i] + s * v[i]) / c
+            v[i] = c * v[i] - s * col[i]
+    return 0
+
+
+cdef int chol_downdate(
+        double* L,   # INOUT (d, d) column-major lower factor
+        double* v,   # INOUT (d,) destroyed
+        intp_t d,
+) noexcept nogil:
+    """L L^T - v v^T, in place, by hyperbolic rotations (LINPACK dchdd).
+
+    Returns -1, leaving L unusable, if the result is not numerically positive
+    definite; the caller then refactorises from the data.
+    """
+    cdef intp_t k, i
+    cdef double r2, r, c, s, lkk
+    cdef double* col
+    for k in range(d):
+        col = L + k * d
+        lkk = col[k]
+        r2 = (lkk - v[k]) * (lkk + v[k])
+        # A pivot that loses all but ~7 digits means the downdate is unreliable.
+        if not (r2 > 1e-14 * lkk * lkk):
+            return -1
+        r = sqrt(r2)
+        c = r / lkk
+        s = v[k] / lkk
+        col[k] = r
+        for i in range(k + 1, d):
+            col[i] = (col[i] - s * v[i]) / c
+            v[i] = c * v[i] - s * col[i]
+    return 0
+
+
+cdef int cholesky(
+        double* A,   # INOUT (d, d) symmetric in, column-major lower factor out
+        intp_t d,
+) noexcept nogil:
+    """Cholesky factorisation in place; reads the lower triangle. -1 if not PD."""
+    cdef intp_t i, j, k
+    cdef double s, ljj
+    for j in range(d):
+        s = A[j * d + j]
+        for k in range(j):
+            s -= A[k * d + j] * A[k * d + j]
+        if not (s > 0.0 and isfinite(s)):
+            return -1
+        ljj = sqrt(s)
+        A[j * d + j] = ljj
+        for i in range(j + 1, d):
+            s = A[j * d + i]
+            for k in range(j):
+                s -= A[k * d + i] * A[k * d + j]
+            A[j * d + i] = s / ljj
+        for i in range(j):
+            A[j * d + i] = 0.0
+    return 0
+
+
+# -- cluster states -----------------------------------------------------------------
+
+
+cdef void state_refresh(const NIW* p, double* s) noexcept nogil:
+    """Recompute the cached inverses, log-det and predictive constant of a state."""
+    cdef intp_t j, d = p.d, n = <intp_t> s[S_COUNT]
+    cdef double* scale = s + p.scale_off
+    cdef double* inv = s + p.inv_off
+    cdef double log_det = 0.0, kn = p.kappa + n
+    if p.full:
+        for j in range(d):
+            inv[j] = 1.0 / scale[j * d + j]
+            log_det += log(scale[j * d + j])
+        log_det *= 2.0
+    else:
+        for j in range(d):
+            inv[j] = 1.0 / scale[j]
+            log_det += log(scale[j])
+    s[S_LOG_DET] = log_det
+    s[S_LOG_CONST] = p.lg_pred[n] - 0.5 * d * log(M_PI * (kn + 1.0) / kn) - 0.5 * log_det
+    s[S_LOG_WEIGHT] = log(<double> n) + s[S_LOG_CONST] if n > 0 else -INFINITY
+
+
+cdef void state_add(
+        const NIW* p,
+        double* s,          # INOUT state
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """Add point x to the cluster: rank-one update of L (or of psi), O(d^2)."""
+    cdef intp_t j, d = p.d
+    cdef double kn = p.kappa + s[S_COUNT]
+    cdef double* mean = s + S_MEAN
+    cdef double* scale = s + p.scale_off
+    cdef double coef, diff
+    if p.full:
+        coef = sqrt(kn / (kn + 1.0))
+        for j in range(d):
+            work[j] = (x[j] - mean[j]) * coef
+        chol_update(scale, work, d)
+    else:
+        coef = kn / (kn + 1.0)
+        for j in range(d):
+            diff = x[j] - mean[j]
+            scale[j] += coef * diff * diff
+    for j in range(d):
+        mean[j] += (x[j] - mean[j]) / (kn + 1.0)
+    s[S_COUNT] += 1.0
+    state_refresh(p, s)
+
+
+cdef int state_remove(
+        const NIW* p,
+        double* s,          # INOUT state, with x among its n >= 2 points
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """Remove point x from the cluster, O(d^2): the inverse of ``state_add``.
+
+    With kappa' = kappa_0 + n and kappa = kappa' - 1, x - m_{n-1} equals
+    kappa' / kappa (x - m_n), so Psi_{n-1} = Psi_n - kappa' / kappa (x - m_n)(...)^T.
+    Returns -1 if the downdate lost positive definiteness (the state is then
+    invalid and must be rebuilt from its members), 0 otherwise.
+    """
+    cdef intp_t j, d = p.d
+    cdef double kn1 = p.kappa + s[S_COUNT]
+    cdef double kn = kn1 - 1.0
+    cdef double* mean = s + S_MEAN
+    cdef double* scale = s + p.scale_off
+    cdef double coef, diff
+    cdef int status = 0
+    if p.full:
+        coef = sqrt(kn1 / kn)
+        for j in range(d):
+            work[j] = (x[j] - mean[j]) * coef
+        status = chol_downdate(scale, work, d)
+    else:
+        coef = kn1 / kn
+        for j in range(d):
+            diff = x[j] - mean[j]
+            scale[j] -= coef * diff * diff
+            # psi_n >= psi_0 exactly; falling below it means cancellation ate it.
+            if not (scale[j] > (1.0 - 1e-8) * p.psi[j]):
+                status = -1
+    for j in range(d):
+        mean[j] = (kn1 * mean[j] - x[j]) / kn
+    s[S_COUNT] -= 1.0
+    if status == 0:
+        state_refresh(p, s)
+    return status
+
+
+cdef int state_rebuild(
+        const NIW* p,
+        double* s,                # OUT state
+        const double* X,          # IN (N, d) row-major data
+        const intp_t* members,    # IN (n,) rows of X in the cluster
+        intp_t n,
+        double* work,             # scratch (d * d + d,)
+) noexcept nogil:
+    """The state of a set of points from scratch (two-pass scatter), O(n d^2 + d^3).
+
+    Psi_n = Psi_0 + sum_i (x_i - xbar)(x_i - xbar)^T
+    + kappa_0 n / (kappa_0 + n) (xbar - m_0)(xbar - m_0)^T. Returns -1 if Psi_n is
+    not numerically positive definite.
+    """
+    cdef intp_t i, j, k, d = p.d
+    cdef double* xbar = work
+    cdef double* P = work + d
+    cdef double* mean = s + S_MEAN
+    cdef double* scale = s + p.scale_off
+    cdef const double* x
+    cdef double w, yj
+    if n == 0:
+        memcpy(s, p.prior, p.width * sizeof(double))
+        return 0
+    for j in range(d):
+        xbar[j] = 0.0
+    for i in range(n):
+        x = X + members[i] * d
+        for j in range(d):
+            xbar[j] += x[j]
+    for j in range(d):
+        xbar[j] /= n
+    w = p.kappa * n / (p.kappa + n)
+    if p.full:
+        memcpy(P, p.psi, d * d * sizeof(double))
+        for i in range(n):
+            x = X + members[i] * d
+            for j in range(d):
+                yj = x[j] - xbar[j]
+                for k in range(j, d):
+                    P[j * d + k] += yj * (x[k] - xbar[k])
+        for j in range(d):
+            yj = xbar[j] - p.mean[j]
+            for k in range(j, d):
+                P[j * d + k] += w * yj * (xbar[k] - p.mean[k])
+        if cholesky(P, d) < 0:
+            return -1
+        memcpy(scale, P, d * d * sizeof(double))
+    else:
+        for j in range(d):
+            scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2
+        for i in range(n):
+            x = X + members[i] * d
+            for j in range(d):
+                scale[j] += (x[j] - xbar[j]) ** 2
+    for j in range(d):
+        mean[j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
+    s[S_COUNT] = n
+    state_refresh(p, s)
+    return 0
+
+
+cdef double state_log_predictive(
+        const NIW* p,
+        const double* s,    # IN state
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """log p(x | cluster): the Student-t predictive (module docstring), O(d^2)."""
+    return s[S_LOG_CONST] + state_log_kernel(p, s, x, work)
+
+
+cdef double state_log_kernel(
+        const NIW* p,
+        const double* s,    # IN state
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """The part of log p(x | cluster) that depends on x: -(nu_n + 1) / 2 log(1 + ...).
+
+    The samplers add it to the cached S_LOG_WEIGHT = log n + S_LOG_CONST.
+    """
+    cdef intp_t j, k, d = p.d
+    cdef double kn = p.kappa + s[S_COUNT]
+    cdef double half_power = 0.5 * (p.nu + s[S_COUNT] + 1.0)
+    cdef double coef = kn / (kn + 1.0)
+    cdef const double* mean = s + S_MEAN
+    cdef const double* scale = s + p.scale_off
+    cdef const double* inv = s + p.inv_off
+    cdef const double* col
+    cdef double q = 0.0, z, diff, factor, product = 1.0
+    if p.full:
+        # Column-oriented forward substitution: u = L^{-1} (x - m), |u|^2 summed as
+        # the entries come out.
+        for j in range(d):
+            work[j] = x[j] - mean[j]
+        for k in range(d):
+            z = work[k] * inv[k]
+            q += z * z
+            col = scale + k * d
+            for j in range(k + 1, d):
+                work[j] -= col[j] * z
+        return -half_power * log1p(coef * q)
+    # diag: a product of d one-dimensional Student-t terms, one log for all of them
+    for j in range(d):
+        diff = x[j] - mean[j]
+        factor = 1.0 + coef * diff * diff * inv[j]
+        if factor > PRODUCT_FLUSH:
+            q += log(factor)
+        else:
+            product *= factor
+            if product > PRODUCT_FLUSH:
+                q += log(product)
+                product = 1.0
+    return -half_power * (q + log(product))
+
+
+cdef double state_log_marginal(const NIW* p, const double* s) noexcept nogil:
+    """log p(points of the cluster) with mu and Sigma integrated out (closed form)."""
+    cdef double n = s[S_COUNT]
+    cdef intp_t count = <intp_t> n
+    return (
+        -0.5 * n * p.d * log(M_PI)
+        + p.lg_marg[count] - p.lg_marg[0]
+        + 0.5 * p.nu * p.prior[S_LOG_DET] - 0.5 * (p.nu + n) * s[S_LOG_DET]
+        + 0.5 * p.d * log(p.kappa / (p.kappa + n))
+    )
+
+
+# -- the prior and its tables, owned by a Python object ---------------------------------
+
+
+cdef class NIWModel:
+    """The Normal-inverse-Wishart prior of one cluster, with its log-gamma tables.
+
+    The compiled chain holds one and passes ``&model.p`` to the state kernels. The
+    Python methods wrap those kernels for tests (they are not used in fitting).
+
+    Parameters
+    ----------
+    mean_prior : ndarray of shape (d,)
+        m_0.
+    kappa : float
+        kappa_0 > 0.
+    nu : float
+        nu_0 > d - 1 (full) or > 0 (diag).
+    covariance_prior : ndarray of shape (d, d) or (d,)
+        Psi_0 (symmetric positive definite) for ``full``; the vector psi_0 > 0 for
+        ``diag``.
+    full : bool
+        Full or diagonal covariances.
+    n_max : int
+        Largest cluster size the tables cover.
+    """
+
+    def __init__(self, mean_prior, double kappa, double nu, covariance_prior, bint full,
+                 intp_t n_max):
+        mean = np.ascontiguousarray(mean_prior, dtype=np.float64).ravel()
+        d = mean.shape[0]
+        psi = np.ascontiguousarray(covariance_prior, dtype=np.float64)
+        if full:
+            if psi.shape != (d, d):
+                raise ValueError(f"covariance_prior must have shape {(d, d)}, got {psi.shape}.")
+            if nu <= d - 1:
+                raise ValueError(f"nu must be > d - 1 = {d - 1}, got {nu}.")
+            chol = np.linalg.cholesky(psi)  # LinAlgError if not positive definite
+        else:
+            psi = psi.ravel()
+            if psi.shape != (d,) or not np.all(psi > 0):
+                raise ValueError("covariance_prior must be a positive vector of length d.")
+            if nu <= 0:
+                raise ValueError(f"nu must be > 0, got {nu}.")
+            chol = psi
+        if kappa <= 0:
+            raise ValueError(f"kappa must be > 0, got {kappa}.")
+        scale_size = d * d if full else d
+        width = S_MEAN + d + scale_size + d
+        counts = np.arange(n_max + 1, dtype=np.float64)
+        if full:
+            lg_pred = gammaln((nu + counts + 1) / 2) - gammaln((nu + counts - d + 1) / 2)
+            lg_marg = sum(gammaln((nu + counts + 1 - j) / 2) for j in range(1, d + 1))
+        else:
+            lg_pred = d * (gammaln((nu + counts + 1) / 2) - gammaln((nu + counts) / 2))
+            lg_marg = d * gammaln((nu + counts) / 2)
+        prior = np.zeros(width, dtype=np.float64)
+        prior[S_MEAN:S_MEAN + d] = mean
+        # column-major lower storage of L is the row-major storage of L^T
+        prior[S_MEAN + d:S_MEAN + d + scale_size] = (chol.T if full else chol).ravel()
+        arrays = dict(
+            mean=mean, psi=np.ascontiguousarray(psi.ravel()), prior=prior,
+            lg_pred=np.array(lg_pred, dtype=np.float64),
+            lg_marg=np.array(np.broadcast_to(lg_marg, counts.shape), dtype=np.float64),
+        )
+        self._arrays = arrays
+        cdef double[::1] view
+        self.p.d = d
+        self.p.full = full
+        self.p.scale_size = scale_size
+        self.p.scale_off = S_MEAN + d
+        self.p.inv_off = S_MEAN + d + scale_size
+        self.p.width = width
+        self.p.kappa = kappa
+        self.p.nu = nu
+        self.p.n_max = n_max
+        view = arrays["mean"]
+        self.p.mean = &view[0]
+        view = arrays["psi"]
+        self.p.psi = &view[0]
+        view = arrays["prior"]
+        self.p.prior = &view[0]
+        view = arrays["lg_pred"]
+        self.p.lg_pred = &view[0]
+        view = arrays["lg_marg"]
+        self.p.lg_marg = &view[0]
+        state_refresh(&self.p, self.p.prior)
+
+    @property
+    def width(self):
+        """Doubles per state."""
+        return self.p.width
+
+    def empty_state(self):
+        """A fresh state of an empty cluster."""
+        return self._arrays["prior"].copy()
+
+    def add(self, double[::1] state, const double[::1] x):
+        """Add x to state in place (``state_add``)."""
+        self._check(state, x)
+        work = np.empty(self.p.d, dtype=np.float64)
+        cdef double[::1] w = work
+        state_add(&self.p, &state[0], &x[0], &w[0])
+
+    def remove(self, double[::1] state, const double[::1] x):
+        """Remove x from state in place (``state_remove``); returns the status."""
+        self._check(state, x)
+        work = np.empty(self.p.d, dtype=np.float64)
+        cdef double[::1] w = work
+        return state_remove(&self.p, &state[0], &x[0], &w[0])
+
+    def rebuild(self, double[::1] state, X):
+        """Set state to that of the rows of X (``state_rebuild``); returns the status."""
+        cdef const double[:, ::1] data = np.ascontiguousarray(X, dtype=np.float64).reshape(-1, self.p.d)
+        if state.shape[0] != self.p.width or data.shape[0] > self.p.n_max:
+            raise ValueError("state of the wrong width or too many points")
+        members = np.arange(data.shape[0], dtype=np.intp)
+        cdef const intp_t[::1] idx = members
+        work = np.empty(self.p.d * self.p.d + self.p.d, dtype=np.float64)
+        cdef double[::1] w = work
+        if data.shape[0] == 0:
+            return state_rebuild(&self.p, &state[0], NULL, NULL, 0, &w[0])
+        return state_rebuild(&self.p, &state[0], &data[0, 0], &idx[0], data.shape[0], &w[0])
+
+    def log_predictive(self, const double[::1] state, X):
+        """log p(x | state) of each row of X (``state_log_predictive``)."""
+        cdef const double[:, ::1] data = np.ascontiguousarray(X, dtype=np.float64).reshape(-1, self.p.d)
+        self._check(state, None)
+        out = np.empty(data.shape[0], dtype=np.float64)
+        work = np.empty(self.p.d, dtype=np.float64)
+        cdef double[::1] w = work
+        cdef intp_t i
+        for i in range(data.shape[0]):
+            out[i] = state_log_predictive(&self.p, &state[0], &data[i, 0], &w[0])
+        return out
+
+    def log_marginal(self, const double[::1] state):
+        """log p(points of state) (``state_log_marginal``)."""
+        self._check(state, None)
+        return state_log_marginal(&self.p, &state[0])
+
+    def unpack(self, state):
+        """(n, m_n, Psi_n) of a state; Psi_n is (d, d) (full) or (d,) (diag)."""
+        state = np.asarray(state)
+        d = self.p.d
+        scale = state[self.p.scale_off:self.p.scale_off + self.p.scale_size]
+        if self.p.full:
+            L = scale.reshape(d, d).T
+            psi = L @ L.T
+        else:
+            psi = scale.copy()
+        return int(state[S_COUNT]), state[S_MEAN:S_MEAN + d].copy(), psi
+
+    def _check(self, state, x):
+        if state.shape[0] != self.p.width:
+            raise ValueError(f"state must have {self.p.width} entries")
+        if x is not None and x.shape[0] != self.p.d:
+            raise ValueError(f"x must have {self.p.d} entries")
+        if state[S_COUNT] + 1 > self.p.n_max:
+            raise ValueError("the state has more points than the tables cover")
+
+
+def _chol_update_wrapper(L, v, bint downdate=False):
+    """L' with L' L'^T = L L^T +- v v^T, for a lower-triangular L (for tests).
+
+    Returns None if a downdate fails.
+    """
+    L = np.asarray(L, dtype=np.float64)
+    cdef intp_t d = L.shape[0]
+    cdef double[::1] factor = np.array(L.T, order="C").ravel()   # column-major copy
+    cdef double[::1] vec = np.array(v, dtype=np.float64).ravel()
+    if vec.shape[0] != d or L.shape != (d, d):
+        raise ValueError("L must be (d, d) and v (d,)")
+    if downdate:
+        if chol_downdate(&factor[0], &vec[0], d) < 0:
+            return None
+    else:
+        chol_update(&factor[0], &vec[0], d)
+    return np.asarray(factor).reshape(d, d).T.copy()
+
+
+def _cholesky_wrapper(A):
+    """Lower Cholesky factor of A by the in-place kernel, or None (for tests)."""
+    A = np.asarray(A, dtype=np.float64)
+    cdef intp_t d = A.shape[0]
+    cdef double[::1] work = np.ascontiguousarray(A).ravel().copy()
+    if cholesky(&work[0], d) < 0:
+        return None
+    return np.asarray(work).reshape(d, d).T.copy()

@@ -1,0 +1,450 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""DPGaussianClustering: kernels, exactness against enumeration, normalisation, API."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import integrate, stats
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+
+from rankmix import DPGaussianClustering
+from rankmix._gaussian_chain import GaussianChain
+from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
+
+from . import _gaussian_reference as gref
+
+
+def random_spd(rng, d):
+    A = rng.normal(size=(d, d))
+    return A @ A.T + d * np.eye(d)
+
+
+def prior_args(covariance_type, d):
+    """A proper prior (m0, kappa0, nu0, psi0) for the tiny exactness problems."""
+    m0 = np.full(d, 0.5)
+    psi0 = 0.5 * np.eye(d) if covariance_type == "full" else np.full(d, 0.5)
+    return m0, 0.8, d + 1.5, psi0
+
+
+def draw_statistics(label_samples):
+    """Co-clustering matrix and distribution of the number of clusters of draws."""
+    same = label_samples[:, :, None] == label_samples[:, None, :]
+    n_clusters = label_samples.max(axis=1) + 1
+    k_dist = np.bincount(n_clusters, minlength=label_samples.shape[1] + 1)
+    return same.mean(axis=0), k_dist / len(label_samples)
+
+
+# Six points in two loose groups and a straggler, so the posterior spreads over
+# many clusterings (the number of clusters ranges over 1..5).
+TINY_X2 = np.array([[0.0, 0.1], [0.3, -0.2], [2.0, 2.1], [2.4, 1.8], [1.0, 1.2], [-0.5, 2.0]])
+TINY_X1 = TINY_X2[:, :1] + TINY_X2[:, 1:]
+
+
+# -- kernels ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_cholesky_update_and_downdate_match_numpy(d):
+    rng = np.random.default_rng(d)
+    A = random_spd(rng, d)
+    L = np.linalg.cholesky(A)
+    v = rng.normal(size=d)
+    assert_allclose(_chol_update_wrapper(L, v), np.linalg.cholesky(A + np.outer(v, v)), atol=1e-12)
+    w = 0.5 * v / np.sqrt(v @ np.linalg.solve(A, v))  # keeps A - w w^T positive definite
+    assert_allclose(
+        _chol_update_wrapper(L, w, downdate=True), np.linalg.cholesky(A - np.outer(w, w)),
+        atol=1e-12,
+    )
+    assert_allclose(_cholesky_wrapper(A), L, atol=1e-12)
+
+
+def test_cholesky_downdate_reports_loss_of_definiteness():
+    L = np.linalg.cholesky(np.eye(2))
+    assert _chol_update_wrapper(L, [2.0, 0.0], downdate=True) is None
+    assert _cholesky_wrapper(np.array([[1.0, 2.0], [2.0, 1.0]])) is None
+
+
+def fitted_state(model, X):
+    state = model.empty_state()
+    for x in X:
+        model.add(state, x)
+    return state
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_predictive_is_the_student_t_of_scipy(covariance_type):
+    rng = np.random.default_rng(0)
+    d = 3
+    full = covariance_type == "full"
+    m0, kappa0, nu0 = rng.normal(size=d), 0.7, d + 0.5
+    psi0 = random_spd(rng, d) if full else rng.uniform(0.5, 2.0, size=d)
+    model = NIWModel(m0, kappa0, nu0, psi0, full, 20)
+    X = 3 * rng.normal(size=(7, d))
+    state = fitted_state(model, X)
+    x = rng.normal(size=(5, d))
+    n, mean, psi = model.unpack(state)
+    kn, nun = kappa0 + n, nu0 + n
+    if full:
+        df = nun - d + 1
+        expected = stats.multivariate_t(mean, psi * (kn + 1) / (kn * df), df=df).logpdf(x)
+    else:
+        scale = np.sqrt(psi * (kn + 1) / (kn * nun))
+        expected = stats.t(df=nun, loc=mean, scale=scale).logpdf(x).sum(axis=1)
+    assert_allclose(model.log_predictive(state, x), expected, rtol=1e-10)
+    # the prior predictive (n = 0) too
+    assert_allclose(
+        model.log_predictive(model.empty_state(), x),
+        gref.log_prior_predictive(x, covariance_type, m0, kappa0, nu0, psi0),
+        rtol=1e-10,
+    )
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_log_marginal_matches_the_closed_form(covariance_type):
+    rng = np.random.default_rng(1)
+    d = 3
+    full = covariance_type == "full"
+    m0, kappa0, nu0 = rng.normal(size=d), 1.3, d + 1.0
+    psi0 = random_spd(rng, d) if full else rng.uniform(0.5, 2.0, size=d)
+    model = NIWModel(m0, kappa0, nu0, psi0, full, 20)
+    X = 2 * rng.normal(size=(9, d)) + 5
+    for n in [0, 1, 4, 9]:
+        state = fitted_state(model, X[:n])
+        expected = gref.log_marginal(X[:n], covariance_type, m0, kappa0, nu0, psi0)
+        assert_allclose(model.log_marginal(state), expected, rtol=1e-10, atol=1e-10)
+    # the predictive is the ratio of marginals (what the samplers rely on)
+    state = fitted_state(model, X[:8])
+    assert_allclose(
+        model.log_predictive(state, X[8:]),
+        model.log_marginal(fitted_state(model, X)) - model.log_marginal(state),
+        rtol=1e-10,
+    )
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_removing_points_undoes_adding_them(covariance_type):
+    rng = np.random.default_rng(2)
+    d = 4
+    full = covariance_type == "full"
+    psi0 = random_spd(rng, d) if full else np.ones(d)
+    model = NIWModel(np.zeros(d), 0.5, d + 2.0, psi0, full, 50)
+    X = 100 + 10 * rng.normal(size=(30, d))  # unscaled data: an offset and a scale
+    state = fitted_state(model, X)
+    for x in X[:20]:
+        assert model.remove(state, x) == 0
+    rebuilt = model.empty_state()
+    assert model.rebuild(rebuilt, X[20:]) == 0
+    assert_allclose(state, rebuilt, rtol=1e-9, atol=1e-9)
+    assert_allclose(fitted_state(model, X[20:]), rebuilt, rtol=1e-10, atol=1e-10)
+
+
+def test_gibbs_weights_are_size_times_predictive():
+    # the compiled chain's assignment weights are n_k p(x | C_k) and alpha p(x)
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
+    chain = GaussianChain(TINY_X2, model, 0.7, True, 0, None, 2, np.random.PCG64(3))
+    chain.sweep(3)
+    labels = chain.snapshot()[0]
+    for i in range(len(TINY_X2)):
+        weights, new = chain.assignment_log_weights(i)
+        for k in range(labels.max() + 1):
+            others = np.flatnonzero((labels == k) & (np.arange(len(labels)) != i))
+            if len(others) == 0:
+                assert weights[k] == -np.inf
+                continue
+            expected = np.log(len(others)) + gref.log_posterior_predictive(
+                TINY_X2[i], TINY_X2[others], "full", m0, kappa0, nu0, psi0)
+            assert_allclose(weights[k], expected, rtol=1e-10)
+        expected_new = np.log(0.7) + gref.log_prior_predictive(
+            TINY_X2[i], "full", m0, kappa0, nu0, psi0)
+        assert_allclose(new, expected_new, rtol=1e-10)
+
+
+# -- exactness ----------------------------------------------------------------------
+
+
+EXACT_CASES = [
+    # (data, covariance_type)
+    (TINY_X1, "full"),
+    (TINY_X2, "full"),
+    (TINY_X2, "diag"),
+]
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "split-merge", "gibbs+split-merge"])
+@pytest.mark.parametrize("X, covariance_type", EXACT_CASES)
+def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
+    # every move leaves the enumerated posterior over clusterings invariant
+    m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
+    posterior = gref.exact_partition_posterior(X, 1.0, covariance_type, m0, kappa0, nu0, psi0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPGaussianClustering(
+            sampler=sampler, covariance_type=covariance_type, mean_prior=m0,
+            kappa=kappa0, nu=nu0, covariance_prior=psi0, n_split_merge=3,
+            n_iter=20000, burn_in=200, thin=1, n_chains=1, init_clusters=2,
+            random_state=0,
+        ).fit(X)
+    cocluster, k_dist = draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
+    assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
+
+
+def test_alpha_resampling_matches_the_exact_posterior():
+    # with alpha ~ Gamma(2, 1) integrated out exactly, clusterings and E[alpha | X]
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    posterior, alpha_mean = gref.exact_joint_posterior_with_alpha(
+        TINY_X2, 2.0, 1.0, "full", m0, kappa0, nu0, psi0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPGaussianClustering(
+            alpha_prior=(2.0, 1.0), mean_prior=m0, kappa=kappa0, nu=nu0,
+            covariance_prior=psi0, n_split_merge=3, n_iter=20000, burn_in=200,
+            thin=1, n_chains=1, init_clusters=2, random_state=1,
+        ).fit(TINY_X2)
+    cocluster, k_dist = draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
+    assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
+    alphas = np.array([draw[4] for draw in model._draws])
+    assert_allclose(alphas.mean(), alpha_mean, rtol=0.05)
+
+
+def test_log_joint_is_the_crp_prior_times_the_marginals():
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    model = DPGaussianClustering(
+        alpha=0.6, mean_prior=m0, kappa=kappa0, nu=nu0, covariance_prior=psi0,
+        n_iter=5, burn_in=4, thin=1, n_chains=1, random_state=0,
+    ).fit(TINY_X2)
+    labels = model.label_samples_[-1]
+    expected = gref.crp_log_prior(tuple(labels), 0.6) + sum(
+        gref.log_marginal(TINY_X2[labels == k], "full", m0, kappa0, nu0, psi0)
+        for k in range(labels.max() + 1)
+    )
+    assert_allclose(model.trace_["log_joint"][0, -1], expected, rtol=1e-10)
+
+
+# -- densities -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_score_samples_integrates_to_one_in_1d(covariance_type):
+    X = np.random.default_rng(0).normal(size=(20, 1)) * 3 + 10
+    model = DPGaussianClustering(
+        covariance_type=covariance_type, n_iter=20, burn_in=10, thin=5, random_state=0
+    ).fit(X)
+    total = sum(
+        integrate.quad(lambda x: np.exp(model.score_samples([[x]])[0]), lo, hi, limit=200)[0]
+        for lo, hi in [(-np.inf, 0.0), (0.0, 20.0), (20.0, np.inf)]
+    )
+    assert_allclose(total, 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_score_samples_integrates_to_one_in_2d(covariance_type):
+    # large nu: light tails, so a finite grid holds all the mass
+    X, _ = make_blobs(n_samples=30, centers=2, cluster_std=0.5, random_state=0)
+    model = DPGaussianClustering(
+        covariance_type=covariance_type, nu=30.0, n_iter=20, burn_in=10, thin=5,
+        random_state=0,
+    ).fit(X)
+    centre, half = X.mean(axis=0), 40.0
+    grid = np.linspace(-half, half, 801)
+    xx, yy = np.meshgrid(grid + centre[0], grid + centre[1])
+    density = np.exp(model.score_samples(np.c_[xx.ravel(), yy.ravel()]))
+    step = grid[1] - grid[0]
+    assert_allclose(density.sum() * step**2, 1.0, rtol=2e-3)
+
+
+def test_score_samples_is_the_mean_of_the_draws_mixtures():
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    model = DPGaussianClustering(
+        alpha=0.5, mean_prior=m0, kappa=kappa0, nu=nu0, covariance_prior=psi0,
+        n_iter=5, burn_in=4, thin=1, n_chains=1, random_state=2,
+    ).fit(TINY_X2)
+    labels = model.label_samples_[0]
+    x = np.array([[0.7, 0.9], [3.0, -1.0]])
+    density = 0.5 / 6.5 * np.exp(gref.log_prior_predictive(x, "full", m0, kappa0, nu0, psi0))
+    for k in range(labels.max() + 1):
+        members = TINY_X2[labels == k]
+        density += len(members) / 6.5 * np.exp(gref.log_posterior_predictive(
+            x, members, "full", m0, kappa0, nu0, psi0))
+    assert_allclose(np.exp(model.score_samples(x)), density, rtol=1e-10)
+
+
+# -- estimator contracts ------------------------------------------------------------------
+
+
+def blobs(n_samples=300, n_features=2, centers=4, random_state=0):
+    """Well-separated, unscaled blobs: standard deviation 10, centres >= 80 apart."""
+    rng = np.random.default_rng(random_state)
+    means = np.empty((0, n_features))
+    while len(means) < centers:  # draw centres in a box, rejecting near neighbours
+        mean = rng.uniform(-100, 100, size=n_features)
+        if np.all(np.linalg.norm(means - mean, axis=1) >= 80):
+            means = np.vstack([means, mean])
+    X, y = make_blobs(
+        n_samples=n_samples, centers=means, cluster_std=10.0, random_state=random_state
+    )
+    return X + 50, y
+
+
+def test_fit_predict_equals_fit_labels_and_seed_fixes_everything():
+    X, _ = blobs()
+    params = dict(n_iter=20, burn_in=10, random_state=3)
+    labels = DPGaussianClustering(**params).fit_predict(X)
+    model = DPGaussianClustering(**params).fit(X)
+    assert_array_equal(labels, model.labels_)
+    again = DPGaussianClustering(**params).fit(X)
+    assert_array_equal(model.label_samples_, again.label_samples_)
+    assert_array_equal(model.trace_["log_joint"], again.trace_["log_joint"])
+
+
+def test_draws_do_not_depend_on_n_jobs():
+    X, _ = blobs()
+    params = dict(n_iter=15, burn_in=5, n_chains=3, random_state=4)
+    serial = DPGaussianClustering(n_jobs=1, **params).fit(X)
+    threaded = DPGaussianClustering(n_jobs=2, **params).fit(X)
+    assert_array_equal(serial.label_samples_, threaded.label_samples_)
+    assert_array_equal(serial.trace_["log_joint"], threaded.trace_["log_joint"])
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("n_features, centers", [(2, 4), (10, 8)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recovers_well_separated_blobs(covariance_type, n_features, centers, seed):
+    X, y = blobs(n_samples=400, n_features=n_features, centers=centers, random_state=seed)
+    model = DPGaussianClustering(
+        covariance_type=covariance_type, n_iter=60, burn_in=30, random_state=seed
+    ).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.95
+    assert model.means_.shape == (model.n_clusters_, n_features)
+    expected_shape = (n_features, n_features) if covariance_type == "full" else (n_features,)
+    assert model.covariances_.shape == (model.n_clusters_, *expected_shape)
+    assert_allclose(model.weights_.sum(), 1.0)
+    # predict on the training data agrees with the point estimate
+    assert np.mean(model.predict(X) == model.labels_) > 0.95
+
+
+def test_default_prior_is_resolved_from_the_data():
+    X, _ = blobs(n_features=3)
+    model = DPGaussianClustering(n_iter=2, burn_in=1).fit(X)
+    assert_allclose(model.mean_prior_, X.mean(axis=0))
+    assert model.nu_ == 5.0 and model.kappa_ == 0.1
+    covariance = np.cov(X, rowvar=False, bias=True)
+    assert_allclose(model.covariance_prior_, covariance * 5.0 / 10.0, rtol=1e-5)
+    diag = DPGaussianClustering(covariance_type="diag", n_iter=2, burn_in=1).fit(X)
+    assert diag.nu_ == 3.0
+    assert_allclose(diag.covariance_prior_, X.var(axis=0) * 3.0 / 10.0, rtol=1e-5)
+    assert model.nu is None and model.covariance_prior is None  # arguments untouched
+
+
+def test_constant_and_single_sample_data_do_not_crash():
+    model = DPGaussianClustering(n_iter=3, burn_in=1).fit(np.ones((10, 2)))
+    assert model.n_clusters_ >= 1
+    assert np.all(np.isfinite(model.score_samples(np.ones((2, 2)))))
+    model = DPGaussianClustering(n_iter=3, burn_in=1).fit([[1.0, 2.0]])
+    assert_array_equal(model.labels_, [0])
+
+
+def test_sample_draws_from_the_clusters_predictives():
+    X, _ = blobs(centers=2)
+    model = DPGaussianClustering(nu=50.0, n_iter=20, burn_in=10, random_state=0).fit(X)
+    samples, labels = model.sample(4000, random_state=0)
+    assert samples.shape == (4000, 2)
+    for k in np.flatnonzero(model.weights_ > 0.2):
+        drawn = samples[labels == k]
+        spread = np.sqrt(model.covariances_[k].diagonal().max())
+        assert_allclose(drawn.mean(axis=0), model.means_[k], atol=0.15 * spread)
+
+
+def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
+    X, _ = blobs()
+    model = DPGaussianClustering(
+        alpha_prior=(1.0, 1.0), n_iter=10, burn_in=5, random_state=0).fit(X)
+    alphas = {draw[4] for draw in model._draws}
+    assert len(alphas) > 1
+    fixed = DPGaussianClustering(alpha=0.3, n_iter=10, burn_in=5, random_state=0).fit(X)
+    assert {draw[4] for draw in fixed._draws} == {0.3}
+
+
+# -- validation -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        (dict(covariance_type="spherical"), ValueError, "covariance_type"),
+        (dict(sampler="gibbs+metropolis"), ValueError, "sampler"),
+        (dict(sampler="split-merge+gibbs"), ValueError, "sampler"),
+        (dict(alpha=0.0), ValueError, "alpha"),
+        (dict(kappa=-1.0), ValueError, "kappa"),
+        (dict(nu=0.0), ValueError, "nu"),
+        (dict(nu=1.5), ValueError, "nu must be > n_features - 1"),
+        (dict(n_split_merge=-1), ValueError, "n_split_merge"),
+        (dict(sampler="split-merge", n_split_merge=0), ValueError, "never move"),
+        (dict(mean_prior=[0.0, 1.0]), ValueError, "mean_prior"),
+        (dict(mean_prior=[0.0, np.nan, 1.0]), ValueError, "mean_prior"),
+        (dict(covariance_prior=np.eye(2)), ValueError, "shape"),
+        (dict(covariance_prior=-np.eye(3)), ValueError, "positive definite"),
+        (dict(covariance_prior=[[1, 2, 0], [0, 1, 0], [0, 0, 1]]), ValueError, "symmetric"),
+        (dict(covariance_type="diag", covariance_prior=[1.0, -1.0, 1.0]), ValueError, "positive"),
+        (dict(alpha_prior=(1.0,)), ValueError, "alpha_prior"),
+        (dict(alpha_prior=(1.0, 0.0)), ValueError, "alpha_prior"),
+        (dict(init_clusters=0), ValueError, "init_clusters"),
+        (dict(burn_in=10, n_iter=10), ValueError, "burn_in"),
+        (dict(sampler="gibbs+permutation"), NotImplementedError, "planned"),
+    ],
+)
+def test_invalid_parameters_are_rejected_before_fitting(params, error, match):
+    X, _ = blobs(n_features=3)
+    with pytest.raises(error, match=match):
+        DPGaussianClustering(**params).fit(X)
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        ([[0.0, np.nan], [1.0, 2.0]], "NaN"),
+        ([[0.0, np.inf], [1.0, 2.0]], "infinity"),
+        (np.empty((0, 2)), "0 sample"),
+        ([["a", "b"]], "convert"),
+    ],
+)
+def test_bad_data_raise_value_errors(X, match):
+    with pytest.raises(ValueError, match=match):
+        DPGaussianClustering(n_iter=2, burn_in=1).fit(X)
+
+
+def test_new_data_must_have_the_training_width():
+    X, _ = blobs()
+    model = DPGaussianClustering(n_iter=4, burn_in=2).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="NaN"):
+        model.score_samples([[np.nan, 0.0]])
+
+
+def test_sampled_alpha_is_traced_and_used_by_score_samples():
+    # with alpha_prior, trace_["alpha"] follows the chain and each draw's own alpha
+    # weighs its new-cluster term (the density still integrates to one, 1-D)
+    from scipy import integrate
+
+    X = np.array([[-3.0], [-2.6], [0.1], [2.9], [3.2]])
+    model = DPGaussianClustering(
+        alpha_prior=(2.0, 1.0), n_iter=40, burn_in=20, thin=4, n_chains=2,
+        random_state=0,
+    ).fit(X)
+    assert model.trace_["alpha"].shape == (2, 40)
+    assert np.ptp(model.trace_["alpha"]) > 0
+    alphas = {model._draw_alpha(p) for p in model._draws}
+    assert len(alphas) > 1
+    total, _ = integrate.quad(
+        lambda x: np.exp(model.score_samples(np.array([[x]])))[0], -np.inf, np.inf,
+        limit=200,
+    )
+    assert abs(total - 1.0) < 1e-6
