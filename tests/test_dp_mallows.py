@@ -232,3 +232,15 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
             assert_allclose(weights[k], np.log(others.sum()) + expected, rtol=1e-10)
         # the state is unchanged
         assert_array_equal(chain.snapshot()[0], labels)
+
+
+def test_verbose_prints_progress_with_time_left(capsys):
+    DPMallowsClustering(n_iter=10, burn_in=5, n_chains=1, verbose=1, random_state=0).fit(
+        TINY_X
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 10  # every sweep when n_iter <= 10, one line each
+    assert "sweep 10/10" in lines[-1] and "clusters" in lines[-1]
+    assert "log joint" in lines[-1] and "left" in lines[-1]
+    DPMallowsClustering(n_iter=10, burn_in=5, n_chains=1, random_state=0).fit(TINY_X)
+    assert capsys.readouterr().out == ""
