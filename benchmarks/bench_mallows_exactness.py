@@ -33,14 +33,13 @@ Usage::
 
 import argparse
 import os
-import platform
 import sys
 import time
 import warnings
 
 import numpy as np
+from _machine import print_machine
 
-import rankmix
 from rankmix import DPMallowsClustering
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,25 +57,6 @@ COMBINATIONS = [
     ("beta-gibbs", "mh"),
     ("beta-gibbs", "stagewise"),
 ]
-
-
-def print_machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"machine: {platform.platform()}, Python {platform.python_version()}")
-    print(f"CPU: {model}; {os.cpu_count()} CPUs ({usable} usable); "
-          f"load average {' '.join(f'{x:.2f}' for x in load)}")
-    print(f"numpy {np.__version__}, rankmix {rankmix.__version__}; one core "
-          "(n_jobs=1)")
 
 
 class Exact:
@@ -116,20 +96,38 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="3,000 sweeps per chain, 1 replicate")
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="sweeps per chain (default 20000, quick 3000)")
-    parser.add_argument("--burn-in", type=int, default=None,
-                        help="discarded sweeps (default 1000, quick 300)")
+    parser.add_argument(
+        "--quick", action="store_true", help="3,000 sweeps per chain, 1 replicate"
+    )
+    parser.add_argument(
+        "--n-iter",
+        type=int,
+        default=None,
+        help="sweeps per chain (default 20000, quick 3000)",
+    )
+    parser.add_argument(
+        "--burn-in",
+        type=int,
+        default=None,
+        help="discarded sweeps (default 1000, quick 300)",
+    )
     parser.add_argument("--n-chains", type=int, default=2)
     parser.add_argument("--init-clusters", type=int, default=2)
-    parser.add_argument("--replicates", "--repeats", dest="replicates", type=int,
-                        default=None,
-                        help="seeds per combination; distances are the median over "
-                             "them, fit times median [min, max] (default 3, quick 1)")
-    parser.add_argument("--iid-repeats", type=int, default=50,
-                        help="repetitions of the independent-draws reference")
+    parser.add_argument(
+        "--replicates",
+        "--repeats",
+        dest="replicates",
+        type=int,
+        default=None,
+        help="seeds per combination; distances are the median over "
+        "them, fit times median [min, max] (default 3, quick 1)",
+    )
+    parser.add_argument(
+        "--iid-repeats",
+        type=int,
+        default=50,
+        help="repetitions of the independent-draws reference",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.n_iter is None:
@@ -139,7 +137,7 @@ def main():
     if args.replicates is None:
         args.replicates = 1 if args.quick else 3
 
-    print_machine()
+    print_machine("one core (n_jobs=1)")
     n_draws = args.n_chains * (args.n_iter - args.burn_in)
     print(
         f"Exact tiny problem: n = {N_ITEMS}, N = {len(X_TINY)} rankings, alpha = nu "
@@ -149,17 +147,27 @@ def main():
     )
     start = time.perf_counter()
     exact = Exact()
-    print(f"exact posterior: {len(exact.partitions)} clusterings enumerated in "
-          f"{time.perf_counter() - start:.2f} s")
+    print(
+        f"exact posterior: {len(exact.partitions)} clusterings enumerated in "
+        f"{time.perf_counter() - start:.2f} s"
+    )
     print()
 
     results, k_pooled = {}, {}
     for sampler, update in COMBINATIONS:
         for rep in range(args.replicates):
             model = DPMallowsClustering(
-                alpha=ALPHA, nu=NU, r=R, sampler=sampler, sigma_update=update,
-                n_iter=args.n_iter, burn_in=args.burn_in, thin=1,
-                n_chains=args.n_chains, n_jobs=1, init_clusters=args.init_clusters,
+                alpha=ALPHA,
+                nu=NU,
+                r=R,
+                sampler=sampler,
+                sigma_update=update,
+                n_iter=args.n_iter,
+                burn_in=args.burn_in,
+                thin=1,
+                n_chains=args.n_chains,
+                n_jobs=1,
+                init_clusters=args.init_clusters,
                 random_state=args.seed + rep,
             )
             with warnings.catch_warnings():
@@ -173,16 +181,20 @@ def main():
 
     # Independent draws from the exact posterior, as many as one fit keeps.
     rng = np.random.default_rng(args.seed)
-    iid = np.array([
-        exact.distances_from_frequencies(
-            rng.multinomial(n_draws, exact.probs) / n_draws
-        )[0]
-        for _ in range(args.iid_repeats)
-    ])
+    iid = np.array(
+        [
+            exact.distances_from_frequencies(
+                rng.multinomial(n_draws, exact.probs) / n_draws
+            )[0]
+            for _ in range(args.iid_repeats)
+        ]
+    )
 
-    header = (f"{'sampler':<12} {'sigma':<10} {'max|cocl err|':>14} "
-              f"{'TV(K)':>8} {'TV(partition)':>14} {'x exact-MCMC':>13} "
-              f"{'fit s median [min, max]':>25}")
+    header = (
+        f"{'sampler':<12} {'sigma':<10} {'max|cocl err|':>14} "
+        f"{'TV(K)':>8} {'TV(partition)':>14} {'x exact-MCMC':>13} "
+        f"{'fit s median [min, max]':>25}"
+    )
     print(header)
     print("-" * len(header))
     reference_tv = np.median([r[2] for r in results["slice-gibbs", "mh"]])
@@ -191,22 +203,32 @@ def main():
         med = np.median(runs, axis=0)
         secs = runs[:, 3]
         ratio = med[2] / reference_tv if reference_tv > 0 else float("nan")
-        print(f"{sampler:<12} {update:<10} {med[0]:14.4f} {med[1]:8.4f} "
-              f"{med[2]:14.4f} {ratio:13.1f} {np.median(secs):9.2f} "
-              f"[{secs.min():6.2f}, {secs.max():6.2f}]")
+        print(
+            f"{sampler:<12} {update:<10} {med[0]:14.4f} {med[1]:8.4f} "
+            f"{med[2]:14.4f} {ratio:13.1f} {np.median(secs):9.2f} "
+            f"[{secs.min():6.2f}, {secs.max():6.2f}]"
+        )
     iid_med = np.median(iid, axis=0)
     iid_q95 = np.quantile(iid, 0.95, axis=0)
-    print(f"{'iid exact':<12} {'median':<10} {iid_med[0]:14.4f} {iid_med[1]:8.4f} "
-          f"{iid_med[2]:14.4f} {iid_med[2] / reference_tv:13.2f}")
-    print(f"{'iid exact':<12} {'95%':<10} {iid_q95[0]:14.4f} {iid_q95[1]:8.4f} "
-          f"{iid_q95[2]:14.4f} {iid_q95[2] / reference_tv:13.2f}")
+    print(
+        f"{'iid exact':<12} {'median':<10} {iid_med[0]:14.4f} {iid_med[1]:8.4f} "
+        f"{iid_med[2]:14.4f} {iid_med[2] / reference_tv:13.2f}"
+    )
+    print(
+        f"{'iid exact':<12} {'95%':<10} {iid_q95[0]:14.4f} {iid_q95[1]:8.4f} "
+        f"{iid_q95[2]:14.4f} {iid_q95[2] / reference_tv:13.2f}"
+    )
     print()
-    print("Distances to the exact posterior, median over replicates. 'x exact-MCMC': "
-          "TV(partition) / that of slice-gibbs + mh (the exact sampler: pure Monte "
-          "Carlo error).")
-    print(f"iid exact: {n_draws:,} independent draws from the exact posterior, "
-          f"median and 95% quantile over {args.iid_repeats} repetitions (the Monte "
-          "Carlo floor for that many draws).")
+    print(
+        "Distances to the exact posterior, median over replicates. 'x exact-MCMC': "
+        "TV(partition) / that of slice-gibbs + mh (the exact sampler: pure Monte "
+        "Carlo error)."
+    )
+    print(
+        f"iid exact: {n_draws:,} independent draws from the exact posterior, "
+        f"median and 95% quantile over {args.iid_repeats} repetitions (the Monte "
+        "Carlo floor for that many draws)."
+    )
 
     print()
     n_max = len(exact.k_dist) - 1
@@ -216,8 +238,9 @@ def main():
     print(f"{'exact':<24}" + "".join(f"{p:9.4f}" for p in exact.k_dist[1:]))
     for sampler, update in COMBINATIONS:
         k_dist = np.mean(k_pooled[sampler, update], axis=0)
-        print(f"{sampler + ' + ' + update:<24}"
-              + "".join(f"{p:9.4f}" for p in k_dist[1:]))
+        print(
+            f"{sampler + ' + ' + update:<24}" + "".join(f"{p:9.4f}" for p in k_dist[1:])
+        )
 
 
 if __name__ == "__main__":

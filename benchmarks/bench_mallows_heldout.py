@@ -33,36 +33,16 @@ Usage::
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
-import os
-import platform
 import time
 import warnings
 
 import numpy as np
+from _machine import print_machine
 from scipy.special import logsumexp
 
-import rankmix
 from rankmix import DPMallowsClustering, mallows
 from rankmix.datasets import make_mallows_mixture
 from rankmix.metrics import variation_of_information
-
-
-def print_machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"machine: {platform.platform()}, Python {platform.python_version()}")
-    print(f"CPU: {model}; {os.cpu_count()} CPUs ({usable} usable); "
-          f"load average {' '.join(f'{x:.2f}' for x in load)}")
-    print(f"numpy {np.__version__}, rankmix {rankmix.__version__}; one core, one chain")
 
 
 def make_split(n_train, args, seed_seq):
@@ -76,11 +56,15 @@ def make_split(n_train, args, seed_seq):
         counts[counts.argmax()] -= 1
         counts[counts.argmin()] += 1
     X, y, centres = make_mallows_mixture(
-        n_clusters=args.n_clusters, n_per_cluster=counts, n_items=args.n_items,
-        t=args.t, theta=args.theta, random_state=int(rng.integers(2**31)),
+        n_clusters=args.n_clusters,
+        n_per_cluster=counts,
+        n_items=args.n_items,
+        t=args.t,
+        theta=args.theta,
+        random_state=int(rng.integers(2**31)),
     )
     order = rng.permutation(total)
-    test, train = order[: args.n_test], order[args.n_test:]
+    test, train = order[: args.n_test], order[args.n_test :]
     return X[train], y[train], X[test], y[test], centres
 
 
@@ -95,29 +79,57 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="N in (100, 300, 1000), 1 replicate, 60 sweeps")
-    parser.add_argument("--n-train", type=int, nargs="+", default=None,
-                        help="training sizes (default 100 300 1000 3000 10000)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="N in (100, 300, 1000), 1 replicate, 60 sweeps",
+    )
+    parser.add_argument(
+        "--n-train",
+        type=int,
+        nargs="+",
+        default=None,
+        help="training sizes (default 100 300 1000 3000 10000)",
+    )
     parser.add_argument("--n-test", type=int, default=3000)
     parser.add_argument("--n-clusters", type=int, default=3)
     parser.add_argument("--n-items", type=int, default=12)
     parser.add_argument("--t", type=int, default=5)
     parser.add_argument("--theta", type=float, default=1.0)
-    parser.add_argument("--samplers", nargs="+",
-                        default=["beta-gibbs", "slice-gibbs"],
-                        choices=["beta-gibbs", "slice-gibbs"])
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="sweeps per chain (default 200, quick 60)")
-    parser.add_argument("--burn-in", type=int, default=None,
-                        help="discarded sweeps (default 100, quick 30)")
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        default=["beta-gibbs", "slice-gibbs"],
+        choices=["beta-gibbs", "slice-gibbs"],
+    )
+    parser.add_argument(
+        "--n-iter",
+        type=int,
+        default=None,
+        help="sweeps per chain (default 200, quick 60)",
+    )
+    parser.add_argument(
+        "--burn-in",
+        type=int,
+        default=None,
+        help="discarded sweeps (default 100, quick 30)",
+    )
     parser.add_argument("--thin", type=int, default=2)
-    parser.add_argument("--replicates", "--repeats", dest="replicates", type=int,
-                        default=None,
-                        help="fresh data set per replicate (default 3, quick 1)")
-    parser.add_argument("--gap-target", type=float, default=0.05,
-                        help="largest allowed true - DPM held-out log-likelihood "
-                             "per ranking at the largest N, nats")
+    parser.add_argument(
+        "--replicates",
+        "--repeats",
+        dest="replicates",
+        type=int,
+        default=None,
+        help="fresh data set per replicate (default 3, quick 1)",
+    )
+    parser.add_argument(
+        "--gap-target",
+        type=float,
+        default=0.05,
+        help="largest allowed true - DPM held-out log-likelihood "
+        "per ranking at the largest N, nats",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.n_train is None:
@@ -129,7 +141,7 @@ def main():
     if args.replicates is None:
         args.replicates = 1 if args.quick else 3
 
-    print_machine()
+    print_machine("one core, one chain")
     print(
         f"Figure 8: K = {args.n_clusters} equal-weight GM clusters, n = "
         f"{args.n_items}, t = {args.t}, theta = {args.theta:g}; {args.n_test} test "
@@ -150,9 +162,17 @@ def main():
             true_vi = variation_of_information(y_train, log_gm_train.argmax(axis=1))
             for sampler in args.samplers:
                 model = DPMallowsClustering(
-                    alpha=1.0, nu=1.0, r=1.0, sampler=sampler, sigma_update="mh",
-                    n_items=args.n_items, n_iter=args.n_iter, burn_in=args.burn_in,
-                    thin=args.thin, n_chains=1, n_jobs=1,
+                    alpha=1.0,
+                    nu=1.0,
+                    r=1.0,
+                    sampler=sampler,
+                    sigma_update="mh",
+                    n_items=args.n_items,
+                    n_iter=args.n_iter,
+                    burn_in=args.burn_in,
+                    thin=args.thin,
+                    n_chains=1,
+                    n_jobs=1,
                     random_state=int(seed_seq.generate_state(1)[0]),
                 )
                 with warnings.catch_warnings():
@@ -161,16 +181,23 @@ def main():
                     model.fit(X_train)
                     fit_seconds = time.perf_counter() - start
                 dpm_ll = model.score(X_test)
-                rows.setdefault((n_train, sampler), []).append(dict(
-                    dpm=dpm_ll, true=true_ll, diff=dpm_ll - true_ll,
-                    k=model.n_clusters_,
-                    vi=variation_of_information(y_train, model.labels_),
-                    true_vi=true_vi, seconds=fit_seconds,
-                ))
+                rows.setdefault((n_train, sampler), []).append(
+                    dict(
+                        dpm=dpm_ll,
+                        true=true_ll,
+                        diff=dpm_ll - true_ll,
+                        k=model.n_clusters_,
+                        vi=variation_of_information(y_train, model.labels_),
+                        true_vi=true_vi,
+                        seconds=fit_seconds,
+                    )
+                )
 
-    header = (f"{'N':>6} {'sampler':<12} {'DPM ll':>9} {'true ll':>9} "
-              f"{'DPM-true':>9} {'K':>4} {'VI train':>9} {'VI true':>8} "
-              f"{'fit s median [min, max]':>25}")
+    header = (
+        f"{'N':>6} {'sampler':<12} {'DPM ll':>9} {'true ll':>9} "
+        f"{'DPM-true':>9} {'K':>4} {'VI train':>9} {'VI true':>8} "
+        f"{'fit s median [min, max]':>25}"
+    )
     print(header)
     print("-" * len(header))
     med = {}
@@ -183,22 +210,30 @@ def main():
 
             secs = np.array([r["seconds"] for r in runs])
             med[n_train, sampler] = m("diff")
-            print(f"{n_train:>6} {sampler:<12} {m('dpm'):9.4f} {m('true'):9.4f} "
-                  f"{m('diff'):+9.4f} {m('k'):>4g} {m('vi'):9.4f} "
-                  f"{m('true_vi'):8.4f} {np.median(secs):9.2f} "
-                  f"[{secs.min():6.2f}, {secs.max():6.2f}]")
+            print(
+                f"{n_train:>6} {sampler:<12} {m('dpm'):9.4f} {m('true'):9.4f} "
+                f"{m('diff'):+9.4f} {m('k'):>4g} {m('vi'):9.4f} "
+                f"{m('true_vi'):8.4f} {np.median(secs):9.2f} "
+                f"[{secs.min():6.2f}, {secs.max():6.2f}]"
+            )
     print()
-    print("ll: mean held-out log-likelihood per test ranking (nats), DPM = "
-          "model.score (posterior predictive over the kept draws), true = the "
-          "generating mixture.")
-    print("K: clusters of labels_; VI train: labels_ vs the true labels; VI true: "
-          "the true model's MAP clustering vs the true labels (a reference, "
-          "not a bound). Medians over replicates.")
+    print(
+        "ll: mean held-out log-likelihood per test ranking (nats), DPM = "
+        "model.score (posterior predictive over the kept draws), true = the "
+        "generating mixture."
+    )
+    print(
+        "K: clusters of labels_; VI train: labels_ vs the true labels; VI true: "
+        "the true model's MAP clustering vs the true labels (a reference, "
+        "not a bound). Medians over replicates."
+    )
 
     largest = max(args.n_train)
     print()
-    print(f"Target: at N = {largest}, DPM within {args.gap_target:g} nats per "
-          "ranking of the true model")
+    print(
+        f"Target: at N = {largest}, DPM within {args.gap_target:g} nats per "
+        "ranking of the true model"
+    )
     for sampler in args.samplers:
         gap = -med[largest, sampler]
         ok = "PASS" if gap <= args.gap_target else "FAIL"

@@ -29,13 +29,11 @@ Usage::
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
-import os
-import platform
 import time
 
 import numpy as np
+from _machine import print_machine
 
-import rankmix
 from rankmix import DPMallowsClustering
 from rankmix.datasets import make_mallows_mixture
 from rankmix.metrics import variation_of_information
@@ -45,29 +43,17 @@ VI_TARGET = 0.01
 MS_TARGET = 20.0
 
 
-def print_machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"machine: {platform.platform()}, Python {platform.python_version()}")
-    print(f"CPU: {model}; {os.cpu_count()} CPUs ({usable} usable); "
-          f"load average {' '.join(f'{x:.2f}' for x in load)}")
-    print(f"numpy {np.__version__}, rankmix {rankmix.__version__}; one core, one chain")
-
-
 def run_chain(X, y, sampler, args, seed_seq):
     """VI, number of clusters and sweep time after each of ``args.n_iter`` sweeps."""
     model = DPMallowsClustering(
-        alpha=1.0, nu=1.0, r=1.0, sampler=sampler, sigma_update=args.sigma_update,
-        init_clusters=args.init_clusters, n_chains=1, n_jobs=1,
+        alpha=1.0,
+        nu=1.0,
+        r=1.0,
+        sampler=sampler,
+        sigma_update=args.sigma_update,
+        init_clusters=args.init_clusters,
+        n_chains=1,
+        n_jobs=1,
     )
     X = model._prepare(X)
     make_chain = model._chain_factory(X)
@@ -110,8 +96,9 @@ def plot(results, datasets, samplers, n_iter, path):
     n_panels = len(datasets)
     n_cols = 2 if n_panels > 1 else 1
     n_rows = (n_panels + n_cols - 1) // n_cols
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(5 * n_cols, 3.6 * n_rows),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(5 * n_cols, 3.6 * n_rows), squeeze=False
+    )
     colours = {"beta-gibbs": "tab:blue", "slice-gibbs": "tab:red"}
     iterations = np.arange(1, n_iter + 1)
     floor = 1e-4  # VI = 0 has no place on a log axis: draw it at the floor
@@ -120,10 +107,16 @@ def plot(results, datasets, samplers, n_iter, path):
             vi = np.array([r[0] for r in results[dataset, sampler]])
             colour = colours.get(sampler)
             for row in vi:
-                ax.plot(iterations, np.maximum(row, floor), color=colour, alpha=0.25,
-                        lw=0.8)
-            ax.plot(iterations, np.maximum(np.median(vi, axis=0), floor),
-                    color=colour, lw=2, label=sampler)
+                ax.plot(
+                    iterations, np.maximum(row, floor), color=colour, alpha=0.25, lw=0.8
+                )
+            ax.plot(
+                iterations,
+                np.maximum(np.median(vi, axis=0), floor),
+                color=colour,
+                lw=2,
+                label=sampler,
+            )
         ax.axhline(VI_TARGET, color="grey", ls=":", lw=1)
         ax.set_yscale("log")
         ax.set_ylim(floor / 2, 10)
@@ -143,34 +136,62 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="25 iterations, 1 replicate (under a minute)")
-    parser.add_argument("--datasets", type=int, nargs="+", default=[1, 2, 3, 4],
-                        choices=[1, 2, 3, 4])
-    parser.add_argument("--samplers", nargs="+",
-                        default=["beta-gibbs", "slice-gibbs"],
-                        choices=["beta-gibbs", "slice-gibbs"])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="25 iterations, 1 replicate (under a minute)",
+    )
+    parser.add_argument(
+        "--datasets", type=int, nargs="+", default=[1, 2, 3, 4], choices=[1, 2, 3, 4]
+    )
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        default=["beta-gibbs", "slice-gibbs"],
+        choices=["beta-gibbs", "slice-gibbs"],
+    )
     parser.add_argument("--sigma-update", default="mh", choices=["mh", "stagewise"])
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="sweeps per chain (default 100, quick 25)")
-    parser.add_argument("--n-per-cluster", type=int, default=500,
-                        help="rankings per cluster (10 clusters)")
-    parser.add_argument("--init-clusters", type=int, default=20,
-                        help="size of the random initial clustering (try 1 vs 20)")
-    parser.add_argument("--replicates", "--repeats", dest="replicates", type=int,
-                        default=None,
-                        help="fresh data set and chain per replicate; timings are "
-                             "the median over them (default 3, quick 1)")
+    parser.add_argument(
+        "--n-iter",
+        type=int,
+        default=None,
+        help="sweeps per chain (default 100, quick 25)",
+    )
+    parser.add_argument(
+        "--n-per-cluster",
+        type=int,
+        default=500,
+        help="rankings per cluster (10 clusters)",
+    )
+    parser.add_argument(
+        "--init-clusters",
+        type=int,
+        default=20,
+        help="size of the random initial clustering (try 1 vs 20)",
+    )
+    parser.add_argument(
+        "--replicates",
+        "--repeats",
+        dest="replicates",
+        type=int,
+        default=None,
+        help="fresh data set and chain per replicate; timings are "
+        "the median over them (default 3, quick 1)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="write VI vs iteration, one panel per data set")
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        default=None,
+        help="write VI vs iteration, one panel per data set",
+    )
     args = parser.parse_args()
     if args.n_iter is None:
         args.n_iter = 25 if args.quick else 100
     if args.replicates is None:
         args.replicates = 1 if args.quick else 3
 
-    print_machine()
+    print_machine("one core, one chain")
     print(
         f"Figure 6: N = 10 x {args.n_per_cluster} rankings, n = 20 items; "
         f"alpha = nu = r = 1; sigma_update={args.sigma_update!r}; "
@@ -187,7 +208,9 @@ def main():
         for rep in range(args.replicates):
             data_seed = np.random.SeedSequence([args.seed, dataset, rep, 0])
             X, y, _ = make_mallows_mixture(
-                n_clusters=10, n_per_cluster=args.n_per_cluster, dataset=dataset,
+                n_clusters=10,
+                n_per_cluster=args.n_per_cluster,
+                dataset=dataset,
                 random_state=np.random.RandomState(np.random.MT19937(data_seed)),
             )
             for sampler in args.samplers:
@@ -198,8 +221,10 @@ def main():
                 )
 
     vi_head = " ".join(f"{'VI@' + str(c):>8}" for c in checkpoints)
-    header = (f"{'data':>4} {'t':>3} {'sampler':<12} {vi_head} {'K@end':>6} "
-              f"{'VI<=0.01 at':>12} {'ms/iter median [min, max]':>27}")
+    header = (
+        f"{'data':>4} {'t':>3} {'sampler':<12} {vi_head} {'K@end':>6} "
+        f"{'VI<=0.01 at':>12} {'ms/iter median [min, max]':>27}"
+    )
     print(header)
     print("-" * len(header))
     summary = {}
@@ -211,36 +236,49 @@ def main():
             k_end = np.array([r[1][-1] for r in runs])
             ms = np.array([np.median(r[2]) * 1e3 for r in runs])
             hits = [first_hit(r[0]) for r in runs]
-            vi_cols = " ".join(
-                f"{np.median(vi[:, c - 1]):8.4f}" for c in checkpoints
+            vi_cols = " ".join(f"{np.median(vi[:, c - 1]):8.4f}" for c in checkpoints)
+            k_text = (
+                f"{int(np.median(k_end))}"
+                if len(k_end) == 1
+                else f"{np.median(k_end):g}"
             )
-            k_text = (f"{int(np.median(k_end))}" if len(k_end) == 1 else
-                      f"{np.median(k_end):g}")
             ms_text = f"{np.median(ms):7.1f} [{ms.min():6.1f}, {ms.max():6.1f}]"
-            print(f"{dataset:>4} {t:>3} {sampler:<12} {vi_cols} {k_text:>6} "
-                  f"{format_hits(hits):>12} {ms_text:>27}")
+            print(
+                f"{dataset:>4} {t:>3} {sampler:<12} {vi_cols} {k_text:>6} "
+                f"{format_hits(hits):>12} {ms_text:>27}"
+            )
             summary[dataset, sampler] = (hits, np.median(ms))
     print()
-    print("VI: median over replicates, nats (true clustering: 10 clusters). "
-          "'VI<=0.01 at': median first iteration (replicates that got there).")
-    print("ms/iter: each chain's median sweep time; median [min, max] over "
-          "replicates. Snapshots and VI are not timed.")
+    print(
+        "VI: median over replicates, nats (true clustering: 10 clusters). "
+        "'VI<=0.01 at': median first iteration (replicates that got there)."
+    )
+    print(
+        "ms/iter: each chain's median sweep time; median [min, max] over "
+        "replicates. Snapshots and VI are not timed."
+    )
 
     if "beta-gibbs" in args.samplers:
         print()
-        print(f"Targets (Beta-Gibbs): VI <= {VI_TARGET} within {args.n_iter} "
-              f"iterations, <= {MS_TARGET:g} ms per iteration")
+        print(
+            f"Targets (Beta-Gibbs): VI <= {VI_TARGET} within {args.n_iter} "
+            f"iterations, <= {MS_TARGET:g} ms per iteration"
+        )
         for dataset in args.datasets:
             hits, ms = summary[dataset, "beta-gibbs"]
             reached = sum(h is not None for h in hits)
             vi_ok = "PASS" if reached == len(hits) else "FAIL"
             ms_ok = "PASS" if ms <= MS_TARGET else "FAIL"
-            print(f"  dataset {dataset}: VI {vi_ok} ({reached}/{len(hits)} "
-                  f"replicates reach VI <= {VI_TARGET}); time {ms_ok} "
-                  f"({ms:.1f} ms/iter)")
+            print(
+                f"  dataset {dataset}: VI {vi_ok} ({reached}/{len(hits)} "
+                f"replicates reach VI <= {VI_TARGET}); time {ms_ok} "
+                f"({ms:.1f} ms/iter)"
+            )
         if args.n_iter < 100:
-            print(f"  (only {args.n_iter} iterations were run: the paper's "
-                  "criterion is 100)")
+            print(
+                f"  (only {args.n_iter} iterations were run: the paper's "
+                "criterion is 100)"
+            )
 
     if args.plot:
         plot(results, args.datasets, args.samplers, args.n_iter, args.plot)

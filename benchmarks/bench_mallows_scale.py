@@ -42,13 +42,14 @@ Usage::
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+from _machine import print_machine
 
 N_RANKINGS = 53_757
 N_ITEMS = 533
@@ -84,36 +85,6 @@ def vm_hwm_kib():
     return None
 
 
-def package_version(name):
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "?"
-
-
-def print_machine():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"machine: {platform.platform()}, Python {platform.python_version()}")
-    print(f"CPU: {model}; {os.cpu_count()} CPUs ({usable} usable); "
-          f"load average {' '.join(f'{x:.2f}' for x in load)}")
-    # Versions from the installed metadata: importing numpy here would grow the
-    # parent, whose high-water mark the children could inherit.
-    print(f"numpy {package_version('numpy')}, rankmix {package_version('rankmix')}; "
-          "one core, one chain per run")
-
-
 def emit(result):
     print(RESULT_TAG + json.dumps(result), flush=True)
 
@@ -140,18 +111,28 @@ def generate(args):
     theta = np.linspace(THETA_FIRST, THETA_LAST, t_max)
     start = time.perf_counter()
     X, y, _ = make_mallows_mixture(
-        n_clusters=args.n_clusters, n_per_cluster=sizes, n_items=args.n_items,
-        t=np.array(LENGTH_PROBS), theta=theta,
-        centre_n_rankings=args.centre_n_rankings, random_state=args.seed,
+        n_clusters=args.n_clusters,
+        n_per_cluster=sizes,
+        n_items=args.n_items,
+        t=np.array(LENGTH_PROBS),
+        theta=theta,
+        centre_n_rankings=args.centre_n_rankings,
+        random_state=args.seed,
     )
     seconds = time.perf_counter() - start
     np.savez(args.generate, X=X, y=y)
     lengths = (X >= 0).sum(axis=1)
-    emit(dict(
-        seconds=seconds, shape=list(X.shape), n_items=args.n_items,
-        mean_length=float(lengths.mean()), sizes_min=int(sizes.min()),
-        sizes_max=int(sizes.max()), peak_rss_kib=peak_rss_kib(),
-    ))
+    emit(
+        dict(
+            seconds=seconds,
+            shape=list(X.shape),
+            n_items=args.n_items,
+            mean_length=float(lengths.mean()),
+            sizes_min=int(sizes.min()),
+            sizes_max=int(sizes.max()),
+            peak_rss_kib=peak_rss_kib(),
+        )
+    )
 
 
 # -- child: one sampler ----------------------------------------------------------
@@ -172,8 +153,14 @@ def one_config(args):
 
     start = time.perf_counter()
     model = DPMallowsClustering(
-        alpha=ALPHA, nu=NU, r=1.0, sampler=args.one_config, sigma_update="mh",
-        init_clusters=args.init_clusters, n_chains=1, n_jobs=1,
+        alpha=ALPHA,
+        nu=NU,
+        r=1.0,
+        sampler=args.one_config,
+        sigma_update="mh",
+        init_clusters=args.init_clusters,
+        n_chains=1,
+        n_jobs=1,
     )
     X = model._prepare(X)
     make_chain = model._chain_factory(X)
@@ -190,16 +177,22 @@ def one_config(args):
         (warmup if it < args.n_warmup else timed).append(seconds)
         n_clusters.append(int(chain.n_clusters))
     labels, _, _, sizes = chain.snapshot()
-    emit(dict(
-        sampler=args.one_config, prepare_seconds=prepare_seconds,
-        construct_seconds=construct_seconds, warmup=warmup, timed=timed,
-        n_clusters=n_clusters,
-        n_substantial=int((sizes >= 0.01 * len(labels)).sum()),
-        n_singletons=int((sizes == 1).sum()),
-        vi=float(variation_of_information(y, labels)),
-        baseline_rss_kib=baseline_kib, peak_rss_kib=peak_rss_kib(),
-        vm_hwm_kib=vm_hwm_kib(),
-    ))
+    emit(
+        dict(
+            sampler=args.one_config,
+            prepare_seconds=prepare_seconds,
+            construct_seconds=construct_seconds,
+            warmup=warmup,
+            timed=timed,
+            n_clusters=n_clusters,
+            n_substantial=int((sizes >= 0.01 * len(labels)).sum()),
+            n_singletons=int((sizes == 1).sum()),
+            vi=float(variation_of_information(y, labels)),
+            baseline_rss_kib=baseline_kib,
+            peak_rss_kib=peak_rss_kib(),
+            vm_hwm_kib=vm_hwm_kib(),
+        )
+    )
 
 
 # -- parent ----------------------------------------------------------------------
@@ -209,14 +202,16 @@ def run_child(argv):
     """Run this script in a fresh interpreter; return its result dict."""
     completed = subprocess.run(
         [sys.executable, os.path.abspath(__file__), *argv],
-        stdout=subprocess.PIPE, text=True, check=False,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
     )
     if completed.returncode != 0:
         sys.stdout.write(completed.stdout)
         raise SystemExit(f"child {argv} failed with exit code {completed.returncode}")
     for line in completed.stdout.splitlines():
         if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
+            return json.loads(line[len(RESULT_TAG) :])
     raise SystemExit(f"child {argv} printed no result")
 
 
@@ -231,30 +226,57 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="N = 5,000 rankings, 2 warm-up and 3 timed sweeps")
-    parser.add_argument("--n-rankings", type=int, default=None,
-                        help=f"number of rankings (default {N_RANKINGS}, quick 5000)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="N = 5,000 rankings, 2 warm-up and 3 timed sweeps",
+    )
+    parser.add_argument(
+        "--n-rankings",
+        type=int,
+        default=None,
+        help=f"number of rankings (default {N_RANKINGS}, quick 5000)",
+    )
     parser.add_argument("--n-items", type=int, default=N_ITEMS)
     parser.add_argument("--n-clusters", type=int, default=N_CLUSTERS)
-    parser.add_argument("--centre-n-rankings", type=int, default=0,
-                        help="see make_mallows_mixture; 0 = uniform random centres")
-    parser.add_argument("--samplers", nargs="+",
-                        default=["beta-gibbs", "slice-gibbs"],
-                        choices=["beta-gibbs", "slice-gibbs"])
+    parser.add_argument(
+        "--centre-n-rankings",
+        type=int,
+        default=0,
+        help="see make_mallows_mixture; 0 = uniform random centres",
+    )
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        default=["beta-gibbs", "slice-gibbs"],
+        choices=["beta-gibbs", "slice-gibbs"],
+    )
     parser.add_argument("--init-clusters", type=int, default=20)
-    parser.add_argument("--n-warmup", type=int, default=None,
-                        help="untimed-in-the-figure first sweeps (default 5, quick 2)")
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="timed sweeps after warm-up (default 20, quick 3)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="fresh processes (chains with different seeds) per "
-                             "sampler; their timed sweeps are pooled")
+    parser.add_argument(
+        "--n-warmup",
+        type=int,
+        default=None,
+        help="untimed-in-the-figure first sweeps (default 5, quick 2)",
+    )
+    parser.add_argument(
+        "--n-iter",
+        type=int,
+        default=None,
+        help="timed sweeps after warm-up (default 20, quick 3)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="fresh processes (chains with different seeds) per "
+        "sampler; their timed sweeps are pooled",
+    )
     parser.add_argument("--seed", type=int, default=0)
     # internal: the child processes
     parser.add_argument("--generate", metavar="FILE.npz", help=argparse.SUPPRESS)
-    parser.add_argument("--one-config", choices=["beta-gibbs", "slice-gibbs"],
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--one-config", choices=["beta-gibbs", "slice-gibbs"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--data", metavar="FILE.npz", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.n_rankings is None:
@@ -269,7 +291,7 @@ def main():
     if args.one_config:
         return one_config(args)
 
-    print_machine()
+    print_machine("one core, one chain per run")
     mean_length = sum((k + 1) * p for k, p in enumerate(LENGTH_PROBS))
     print(
         f"Synthetic college-applications shape: N = {args.n_rankings:,} rankings, "
@@ -285,11 +307,20 @@ def main():
     try:
         path = os.path.join(workdir, "data.npz")
         common = [
-            "--n-rankings", str(args.n_rankings), "--n-items", str(args.n_items),
-            "--n-clusters", str(args.n_clusters), "--init-clusters",
-            str(args.init_clusters), "--n-warmup", str(args.n_warmup),
-            "--n-iter", str(args.n_iter),
-            "--centre-n-rankings", str(args.centre_n_rankings),
+            "--n-rankings",
+            str(args.n_rankings),
+            "--n-items",
+            str(args.n_items),
+            "--n-clusters",
+            str(args.n_clusters),
+            "--init-clusters",
+            str(args.init_clusters),
+            "--n-warmup",
+            str(args.n_warmup),
+            "--n-iter",
+            str(args.n_iter),
+            "--centre-n-rankings",
+            str(args.centre_n_rankings),
         ]
         gen = run_child(["--generate", path, "--seed", str(args.seed), *common])
         print(
@@ -302,17 +333,28 @@ def main():
         runs = {}
         for sampler in args.samplers:
             for rep in range(args.repeats):
-                runs.setdefault(sampler, []).append(run_child([
-                    "--one-config", sampler, "--data", path,
-                    "--seed", str(args.seed + 1 + rep), *common,
-                ]))
+                runs.setdefault(sampler, []).append(
+                    run_child(
+                        [
+                            "--one-config",
+                            sampler,
+                            "--data",
+                            path,
+                            "--seed",
+                            str(args.seed + 1 + rep),
+                            *common,
+                        ]
+                    )
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    header = (f"{'sampler':<12} {'setup s':>8} {'warm-up s/it':>13} "
-              f"{'s/iter median [min, max]':>26} {'K end':>6} {'K>=1%':>6} "
-              f"{'VI end':>7} {'RSS base':>9} {'peak RSS':>9} "
-              f"{'500 it (min)':>12}")
+    header = (
+        f"{'sampler':<12} {'setup s':>8} {'warm-up s/it':>13} "
+        f"{'s/iter median [min, max]':>26} {'K end':>6} {'K>=1%':>6} "
+        f"{'VI end':>7} {'RSS base':>9} {'peak RSS':>9} "
+        f"{'500 it (min)':>12}"
+    )
     print(header)
     print("-" * len(header))
     summary = {}
@@ -328,28 +370,40 @@ def main():
         k_big = median([r["n_substantial"] for r in results])
         vi_end = median([r["vi"] for r in results])
         warm_text = f"{median(warm):.3f}" if warm else "-"
-        print(f"{sampler:<12} {setup:8.2f} {warm_text:>13} "
-              f"{per_iter:9.3f} [{min(timed):6.3f}, {max(timed):6.3f}] "
-              f"{k_end:>6g} {k_big:>6g} {vi_end:7.3f} {base_mib:6.0f} MiB "
-              f"{peak_mib:5.0f} MiB {projected_min:12.1f}")
+        print(
+            f"{sampler:<12} {setup:8.2f} {warm_text:>13} "
+            f"{per_iter:9.3f} [{min(timed):6.3f}, {max(timed):6.3f}] "
+            f"{k_end:>6g} {k_big:>6g} {vi_end:7.3f} {base_mib:6.0f} MiB "
+            f"{peak_mib:5.0f} MiB {projected_min:12.1f}"
+        )
         summary[sampler] = (per_iter, peak_mib, projected_min)
         hwm = [r["vm_hwm_kib"] for r in results if r["vm_hwm_kib"] is not None]
         if hwm and abs(max(hwm) / 1024 - peak_mib) > 1:
             print(f"{'':<12} (VmHWM {max(hwm) / 1024:.0f} MiB)")
     print()
-    print("setup: _prepare (prior normalisers) + chain construction (random initial "
-          "clustering). s/iter: over the timed sweeps, after warm-up.")
-    print("K end: clusters after the last sweep; K>=1%: those with >= 1% of the "
-          "rankings; VI end: to the true labels, after the last sweep (not converged).")
-    print("RSS base: peak RSS after imports and loading the data; peak RSS: "
-          "ru_maxrss of the sampler's own process at the end.")
-    print(f"500 it: projected minutes for {PAPER_ITERATIONS} iterations "
-          "(setup + 500 x median s/iter), one chain on one core.")
+    print(
+        "setup: _prepare (prior normalisers) + chain construction (random initial "
+        "clustering). s/iter: over the timed sweeps, after warm-up."
+    )
+    print(
+        "K end: clusters after the last sweep; K>=1%: those with >= 1% of the "
+        "rankings; VI end: to the true labels, after the last sweep (not converged)."
+    )
+    print(
+        "RSS base: peak RSS after imports and loading the data; peak RSS: "
+        "ru_maxrss of the sampler's own process at the end."
+    )
+    print(
+        f"500 it: projected minutes for {PAPER_ITERATIONS} iterations "
+        "(setup + 500 x median s/iter), one chain on one core."
+    )
 
     print()
-    print(f"Targets: <= {SECONDS_TARGET:g} s per Beta-Gibbs iteration, <= "
-          f"{MEMORY_TARGET_GIB:g} GiB peak memory, {PAPER_ITERATIONS} iterations in "
-          f"<= {PAPER_MINUTES_TARGET:g} min")
+    print(
+        f"Targets: <= {SECONDS_TARGET:g} s per Beta-Gibbs iteration, <= "
+        f"{MEMORY_TARGET_GIB:g} GiB peak memory, {PAPER_ITERATIONS} iterations in "
+        f"<= {PAPER_MINUTES_TARGET:g} min"
+    )
     for sampler, (per_iter, peak_mib, projected_min) in summary.items():
         checks = []
         if sampler == "beta-gibbs":
@@ -361,8 +415,10 @@ def main():
         checks.append(f"500 iterations {ok} ({projected_min:.1f} min)")
         print(f"  {sampler}: " + "; ".join(checks))
     if args.n_rankings != N_RANKINGS:
-        print(f"  (N = {args.n_rankings:,}, not the paper's {N_RANKINGS:,}: the "
-              "targets are for the full size)")
+        print(
+            f"  (N = {args.n_rankings:,}, not the paper's {N_RANKINGS:,}: the "
+            "targets are for the full size)"
+        )
 
 
 if __name__ == "__main__":

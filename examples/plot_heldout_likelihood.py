@@ -29,8 +29,12 @@ SIZES = [100, 300, 1000, 3000, 10000] if FULL else [100, 300, 1000]
 N_TEST = 3000
 
 X_all, y_all, centres = make_mallows_mixture(
-    n_clusters=3, n_per_cluster=(max(SIZES) + N_TEST) // 3 + 1, n_items=12, t=5,
-    theta=1.0, random_state=0,
+    n_clusters=3,
+    n_per_cluster=(max(SIZES) + N_TEST) // 3 + 1,
+    n_items=12,
+    t=5,
+    theta=1.0,
+    random_state=0,
 )
 X_test, X_pool = X_all[:N_TEST], X_all[N_TEST:]
 
@@ -48,8 +52,10 @@ for n_train in SIZES:
     model.fit(X_pool[:n_train])
     scores.append(model.score(X_test))
     n_clusters.append(model.n_clusters_)
-    print(f"N = {n_train:5d}: {model.n_clusters_} clusters, held-out log-likelihood "
-          f"{scores[-1]:.4f} (true model {true_loglik:.4f})")
+    print(
+        f"N = {n_train:5d}: {model.n_clusters_} clusters, held-out log-likelihood "
+        f"{scores[-1]:.4f} (true model {true_loglik:.4f})"
+    )
 
 # %%
 # Plot

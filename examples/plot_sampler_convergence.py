@@ -48,14 +48,20 @@ def vi_per_sweep(X, y, sampler, seed):
 fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True, sharey=True)
 for dataset, ax in zip(range(1, 5), axes.ravel()):
     X, y, _ = make_mallows_mixture(
-        n_clusters=10, n_per_cluster=N_PER_CLUSTER, dataset=dataset, random_state=dataset
+        n_clusters=10,
+        n_per_cluster=N_PER_CLUSTER,
+        dataset=dataset,
+        random_state=dataset,
     )
     for sampler, color in [("beta-gibbs", "tab:blue"), ("slice-gibbs", "tab:orange")]:
         vi = vi_per_sweep(X, y, sampler, seed=0)
         # VI is exactly 0 once the truth is found; keep it visible on a log axis
-        ax.semilogy(np.arange(1, N_SWEEPS + 1), np.maximum(vi, 1e-4), color=color,
-                    label=sampler)
-        print(f"data set {dataset}, {sampler}: VI after {N_SWEEPS} sweeps = {vi[-1]:.4f}")
+        ax.semilogy(
+            np.arange(1, N_SWEEPS + 1), np.maximum(vi, 1e-4), color=color, label=sampler
+        )
+        print(
+            f"data set {dataset}, {sampler}: VI after {N_SWEEPS} sweeps = {vi[-1]:.4f}"
+        )
     ax.set_title(f"Data set {dataset}")
     ax.set_ylim(5e-5, 5)
 for ax in axes[1]:

@@ -263,7 +263,9 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         """
         check_is_fitted(self)
         if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+            raise ValueError(
+                f"n_samples must be a positive integer, got {n_samples!r}."
+            )
         rng = check_random_state(random_state)
         labels = np.sort(rng.choice(self.n_clusters_, size=n_samples, p=self.weights_))
         return self._sample_components(labels, self._best_parameters, rng), labels

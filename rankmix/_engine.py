@@ -89,7 +89,14 @@ def run_chains(
     # Threads: the sweeps release the GIL, and the chains share the data read-only.
     results = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_run_chain)(
-            make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra_traces
+            make_chain,
+            bit_generator,
+            n_iter,
+            burn_in,
+            thin,
+            index,
+            progress,
+            extra_traces,
         )
         for index, bit_generator in enumerate(bit_generators)
     )
@@ -104,7 +111,9 @@ def run_chains(
     return Posterior(label_samples, parameters, trace, best_draw)
 
 
-def _run_chain(make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra):
+def _run_chain(
+    make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra
+):
     chain = make_chain(bit_generator)
     trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
     for name in ("log_joint", *extra):

@@ -227,7 +227,9 @@ class DPMallowsClustering(BaseDPMixture):
         self.r_ = np.full(t_max, float(r)) if r.ndim == 0 else r[:t_max].copy()
         self._log_prior_norm = np.array(
             [
-                log_theta_normaliser(self.nu * self.r_[j], self.nu, self.n_items_ - 1 - j)
+                log_theta_normaliser(
+                    self.nu * self.r_[j], self.nu, self.n_items_ - 1 - j
+                )
                 for j in range(t_max)
             ]
         )
@@ -236,16 +238,35 @@ class DPMallowsClustering(BaseDPMixture):
         return X
 
     def _chain_factory(self, X):
-        n_items, alpha, nu, r = self.n_items_, float(self.alpha), float(self.nu), self.r_
+        n_items, alpha, nu, r = (
+            self.n_items_,
+            float(self.alpha),
+            float(self.nu),
+            self.r_,
+        )
         log_norm = self._log_prior_norm
         beta_gibbs = self.sampler == "beta-gibbs"
         use_mh = self.sigma_update == "mh"
-        n_gibbs, n_slices, init_clusters = self.n_gibbs, self.n_slices, self.init_clusters
+        n_gibbs, n_slices, init_clusters = (
+            self.n_gibbs,
+            self.n_slices,
+            self.init_clusters,
+        )
 
         def make_chain(bit_generator):
             return MallowsChain(
-                X, n_items, alpha, nu, r, log_norm, beta_gibbs, use_mh, n_gibbs,
-                n_slices, init_clusters, bit_generator,
+                X,
+                n_items,
+                alpha,
+                nu,
+                r,
+                log_norm,
+                beta_gibbs,
+                use_mh,
+                n_gibbs,
+                n_slices,
+                init_clusters,
+                bit_generator,
             )
 
         return make_chain
@@ -278,10 +299,14 @@ class DPMallowsClustering(BaseDPMixture):
         sigmas, thetas, _ = parameters
         t_max = self.n_features_in_
         X = np.full((len(components), t_max), -1, dtype=np.intp)
-        lengths = rng.choice(np.arange(1, t_max + 1), size=len(components), p=self._length_probs)
+        lengths = rng.choice(
+            np.arange(1, t_max + 1), size=len(components), p=self._length_probs
+        )
         for k in np.unique(components):
             rows = np.flatnonzero(components == k)
-            X[rows] = mallows.sample(sigmas[k], thetas[k], len(rows), t_max, random_state=rng)
+            X[rows] = mallows.sample(
+                sigmas[k], thetas[k], len(rows), t_max, random_state=rng
+            )
         X[np.arange(t_max) >= lengths[:, None]] = -1
         return X
 
@@ -299,13 +324,21 @@ def log_theta_normaliser(a, b, m):
 
     upper = 50.0 / a + 50.0
     mode = optimize.minimize_scalar(
-        lambda theta: -log_density(theta), bounds=(0.0, upper), method="bounded",
+        lambda theta: -log_density(theta),
+        bounds=(0.0, upper),
+        method="bounded",
         options={"xatol": 1e-10},
     ).x
     top = log_density(mode)
     scale = 1.0 / a
     pieces = [
-        integrate.quad(lambda theta: np.exp(log_density(theta) - top), lo, hi, limit=200)[0]
-        for lo, hi in [(0.0, mode), (mode, mode + 10 * scale), (mode + 10 * scale, np.inf)]
+        integrate.quad(
+            lambda theta: np.exp(log_density(theta) - top), lo, hi, limit=200
+        )[0]
+        for lo, hi in [
+            (0.0, mode),
+            (mode, mode + 10 * scale),
+            (mode + 10 * scale, np.inf),
+        ]
     ]
     return top + np.log(sum(pieces))

@@ -29,7 +29,7 @@ independent truncated geometric variables.
 import numpy as np
 
 from . import _kernels
-from ._validation import check_rankings, check_permutations, check_theta
+from ._validation import check_permutations, check_rankings, check_theta
 
 __all__ = ["codes", "kendall_distance", "log_likelihood", "sample"]
 
@@ -209,7 +209,7 @@ def sample(sigma, theta, n_samples, t, random_state=None):
 
 
 def _sample_codes(theta, n_items, n_samples, rng):
-    """Independent codes: column j truncated-geometric on 0..n-1-j with rate theta[j]."""
+    """Independent codes: column j truncated-geometric on 0..n-1-j, rate theta[j]."""
     t = theta.shape[0]
     top = n_items - np.arange(t)  # number of values stage j can take
     u = rng.random_sample((n_samples, t))

@@ -124,8 +124,7 @@ def canonical_labels(labels):
 def _blocks(partition):
     """Return the blocks of a label tuple as a list of index tuples."""
     K = max(partition) + 1 if partition else 0
-    return [tuple(i for i, c in enumerate(partition) if c == k)
-            for k in range(K)]
+    return [tuple(i for i, c in enumerate(partition) if c == k) for k in range(K)]
 
 
 def crp_log_prior(partition, alpha):
@@ -214,13 +213,15 @@ def _log_marginal_rows(rows, n, nu, rvec):
         for x in rows:
             for j, s in enumerate(_codes(x, sigma), start=1):
                 S[j] += s
-        terms.append(sum(
-            _log_I(nu * rvec[j - 1] + S[j], nu + N_j[j - 1], n - j) - log_z0[j]
-            for j in stages))
+        terms.append(
+            sum(
+                _log_I(nu * rvec[j - 1] + S[j], nu + N_j[j - 1], n - j) - log_z0[j]
+                for j in stages
+            )
+        )
     terms = np.asarray(terms)
     top = terms.max()
-    return float(top + math.log(np.exp(terms - top).sum())
-                 - math.lgamma(n + 1))
+    return float(top + math.log(np.exp(terms - top).sum()) - math.lgamma(n + 1))
 
 
 def log_cluster_marginal(X_subset, n, nu, r, T=None):
@@ -261,8 +262,7 @@ def _partition_log_weights(rows, n, alpha, nu, rvec):
 
     def lm(block):
         if block not in cache:
-            cache[block] = _log_marginal_rows([rows[i] for i in block],
-                                              n, nu, rvec)
+            cache[block] = _log_marginal_rows([rows[i] for i in block], n, nu, rvec)
         return cache[block]
 
     parts = set_partitions(N)
@@ -376,7 +376,8 @@ def log_predictive(x_new, X, n, alpha, nu, r, T_new=None):
     def lm_plus(block):
         if block not in with_x:
             with_x[block] = _log_marginal_rows(
-                [rows[i] for i in block] + [x], n, nu, rvec)
+                [rows[i] for i in block] + [x], n, nu, rvec
+            )
         return with_x[block]
 
     per_part = []

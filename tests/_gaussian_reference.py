@@ -300,11 +300,14 @@ def log_marginal_full(X_C, m0, kappa0, nu0, Psi0):
     sign0, logdet0 = np.linalg.slogdet(Psi0)
     signn, logdetn = np.linalg.slogdet(Psi_n)
     assert sign0 > 0 and signn > 0
-    return float(-0.5 * n * d * math.log(math.pi)
-                 + special.multigammaln(0.5 * nu_n, d)
-                 - special.multigammaln(0.5 * nu0, d)
-                 + 0.5 * nu0 * logdet0 - 0.5 * nu_n * logdetn
-                 + 0.5 * d * (math.log(kappa0) - math.log(kappa_n)))
+    return float(
+        -0.5 * n * d * math.log(math.pi)
+        + special.multigammaln(0.5 * nu_n, d)
+        - special.multigammaln(0.5 * nu0, d)
+        + 0.5 * nu0 * logdet0
+        - 0.5 * nu_n * logdetn
+        + 0.5 * d * (math.log(kappa0) - math.log(kappa_n))
+    )
 
 
 def log_marginal_diag(X_C, m0, kappa0, nu0, psi0):
@@ -319,9 +322,12 @@ def log_marginal_diag(X_C, m0, kappa0, nu0, psi0):
     X_C = _as_data(X_C)
     d = X_C.shape[1]
     m0, kappa0, nu0, psi0 = _check_diag(m0, kappa0, nu0, psi0, d)
-    return float(sum(
-        log_marginal_full(X_C[:, [k]], m0[k], kappa0, nu0, [[psi0[k]]])
-        for k in range(d)))
+    return float(
+        sum(
+            log_marginal_full(X_C[:, [k]], m0[k], kappa0, nu0, [[psi0[k]]])
+            for k in range(d)
+        )
+    )
 
 
 def log_marginal(X_C, covariance_type, m0, kappa0, nu0, psi0):
@@ -330,8 +336,9 @@ def log_marginal(X_C, covariance_type, m0, kappa0, nu0, psi0):
         return log_marginal_full(X_C, m0, kappa0, nu0, psi0)
     if covariance_type == "diag":
         return log_marginal_diag(X_C, m0, kappa0, nu0, psi0)
-    raise ValueError(f"covariance_type must be 'full' or 'diag', "
-                     f"got {covariance_type!r}")
+    raise ValueError(
+        f"covariance_type must be 'full' or 'diag', got {covariance_type!r}"
+    )
 
 
 def _point_dim(x):
@@ -357,12 +364,16 @@ def student_t_logpdf(pts, loc, shape, df):
     shape = np.asarray(shape, dtype=float)
     d = loc.shape[0]
     L = np.linalg.cholesky(shape)
-    z = np.linalg.solve(L, (pts - loc).T)          # (d, M)
-    maha = (z ** 2).sum(axis=0)
+    z = np.linalg.solve(L, (pts - loc).T)  # (d, M)
+    maha = (z**2).sum(axis=0)
     logdet = 2.0 * np.log(np.diag(L)).sum()
-    return (special.gammaln(0.5 * (df + d)) - special.gammaln(0.5 * df)
-            - 0.5 * d * math.log(df * math.pi) - 0.5 * logdet
-            - 0.5 * (df + d) * np.log1p(maha / df))
+    return (
+        special.gammaln(0.5 * (df + d))
+        - special.gammaln(0.5 * df)
+        - 0.5 * d * math.log(df * math.pi)
+        - 0.5 * logdet
+        - 0.5 * (df + d) * np.log1p(maha / df)
+    )
 
 
 def log_posterior_predictive(x, X_C, covariance_type, m0, kappa0, nu0, psi0):
@@ -387,13 +398,15 @@ def log_posterior_predictive(x, X_C, covariance_type, m0, kappa0, nu0, psi0):
         out = np.zeros(pts.shape[0])
         for k in range(d):
             m_n, kappa_n, nu_n, Psi_n = niw_posterior(
-                X_C[:, [k]], m0v[k], kappa0, nu0, [[psi0v[k]]])
+                X_C[:, [k]], m0v[k], kappa0, nu0, [[psi0v[k]]]
+            )
             df = nu_n  # nu_n - d + 1 with d = 1
             shape = Psi_n * (kappa_n + 1) / (kappa_n * df)
             out = out + student_t_logpdf(pts[:, [k]], m_n, shape, df)
     else:
-        raise ValueError(f"covariance_type must be 'full' or 'diag', "
-                         f"got {covariance_type!r}")
+        raise ValueError(
+            f"covariance_type must be 'full' or 'diag', got {covariance_type!r}"
+        )
     return float(out[0]) if single else out
 
 
@@ -402,8 +415,9 @@ def log_prior_predictive(x, covariance_type, m0, kappa0, nu0, psi0):
 
     Same as `log_posterior_predictive` with an empty cluster.
     """
-    return log_posterior_predictive(x, np.zeros((0, _point_dim(x))),
-                                    covariance_type, m0, kappa0, nu0, psi0)
+    return log_posterior_predictive(
+        x, np.zeros((0, _point_dim(x))), covariance_type, m0, kappa0, nu0, psi0
+    )
 
 
 def make_log_marginal_fn(X, covariance_type, m0, kappa0, nu0, psi0):
@@ -414,13 +428,13 @@ def make_log_marginal_fn(X, covariance_type, m0, kappa0, nu0, psi0):
     """
     X = _as_data(X)
     if covariance_type not in ("full", "diag"):
-        raise ValueError(f"covariance_type must be 'full' or 'diag', "
-                         f"got {covariance_type!r}")
+        raise ValueError(
+            f"covariance_type must be 'full' or 'diag', got {covariance_type!r}"
+        )
 
     @functools.lru_cache(maxsize=None)
     def _cached(key):
-        return log_marginal(X[list(key)], covariance_type, m0, kappa0, nu0,
-                            psi0)
+        return log_marginal(X[list(key)], covariance_type, m0, kappa0, nu0, psi0)
 
     def log_marginal_fn(indices):
         return _cached(tuple(sorted(int(i) for i in indices)))
@@ -445,9 +459,12 @@ def partition_log_weights(N, log_marginal_fn, alpha):
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
     parts = set_partitions(N)
-    logw = np.array([crp_log_prior(c, alpha)
-                     + sum(log_marginal_fn(b) for b in blocks(c))
-                     for c in parts])
+    logw = np.array(
+        [
+            crp_log_prior(c, alpha) + sum(log_marginal_fn(b) for b in blocks(c))
+            for c in parts
+        ]
+    )
     return parts, logw
 
 
@@ -493,9 +510,17 @@ def predictive_components(X, alpha, covariance_type, m0, kappa0, nu0, psi0):
     X = _check_N(X)
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
-    return list(_predictive_components_cached(
-        _freeze(X), float(alpha), covariance_type, _freeze(m0), float(kappa0),
-        float(nu0), _freeze(psi0)))
+    return list(
+        _predictive_components_cached(
+            _freeze(X),
+            float(alpha),
+            covariance_type,
+            _freeze(m0),
+            float(kappa0),
+            float(nu0),
+            _freeze(psi0),
+        )
+    )
 
 
 def _freeze(a):
@@ -510,14 +535,14 @@ def _thaw(f):
 
 
 @functools.lru_cache(maxsize=64)
-def _predictive_components_cached(Xf, alpha, covariance_type, m0f, kappa0,
-                                  nu0, psi0f):
+def _predictive_components_cached(Xf, alpha, covariance_type, m0f, kappa0, nu0, psi0f):
     X, m0, psi0 = _thaw(Xf), _thaw(m0f), _thaw(psi0f)
     N = X.shape[0]
     comps = {}
     if N:
-        post = exact_partition_posterior(X, alpha, covariance_type, m0, kappa0,
-                                         nu0, psi0)
+        post = exact_partition_posterior(
+            X, alpha, covariance_type, m0, kappa0, nu0, psi0
+        )
         for c, p in post.items():
             for b in blocks(c):
                 comps[b] = comps.get(b, 0.0) + p * len(b) / (N + alpha)
@@ -526,8 +551,7 @@ def _predictive_components_cached(Xf, alpha, covariance_type, m0f, kappa0,
     return tuple(out)
 
 
-def log_predictive_density(x_new, X, alpha, covariance_type, m0, kappa0, nu0,
-                           psi0):
+def log_predictive_density(x_new, X, alpha, covariance_type, m0, kappa0, nu0, psi0):
     """Exact log posterior-predictive density of a new point.
 
     ``p(x | X) = sum_c P(c | X) [ sum_k n_k / (N + alpha) p(x | X_{C_k})
@@ -540,11 +564,12 @@ def log_predictive_density(x_new, X, alpha, covariance_type, m0, kappa0, nu0,
     d = X.shape[1] if X.shape[0] else _point_dim(x_new)
     pts, single = _as_points(x_new, d)
     terms = []
-    for w, S in predictive_components(X, alpha, covariance_type, m0, kappa0,
-                                      nu0, psi0):
+    for w, S in predictive_components(X, alpha, covariance_type, m0, kappa0, nu0, psi0):
         X_S = X[list(S)] if S else np.zeros((0, d))
-        terms.append(math.log(w) + log_posterior_predictive(
-            pts, X_S, covariance_type, m0, kappa0, nu0, psi0))
+        terms.append(
+            math.log(w)
+            + log_posterior_predictive(pts, X_S, covariance_type, m0, kappa0, nu0, psi0)
+        )
     terms = np.array(terms)
     top = terms.max(axis=0)
     out = top + np.log(np.exp(terms - top).sum(axis=0))
@@ -566,8 +591,14 @@ def _log_alpha_integrand(t, K, N, a, b, power):
     alpha = math.exp(t) if t < 700 else math.inf
     if alpha == math.inf:
         return -math.inf
-    return (a * math.log(b) - math.lgamma(a) + (a + K + power - 1) * t
-            - b * alpha - math.lgamma(alpha + N) + math.lgamma(alpha + 1))
+    return (
+        a * math.log(b)
+        - math.lgamma(a)
+        + (a + K + power - 1) * t
+        - b * alpha
+        - math.lgamma(alpha + N)
+        + math.lgamma(alpha + 1)
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -608,8 +639,7 @@ def log_alpha_integral(K, N, a, b, power=0):
     return hm + math.log(left + right)
 
 
-def exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0, kappa0,
-                                     nu0, psi0):
+def exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0, kappa0, nu0, psi0):
     """Posterior over clusterings with ``alpha ~ Gamma(shape=a, rate=b)`` integrated out.
 
     Returns ``(posterior, alpha_mean)``: ``posterior`` is ``{label tuple:
@@ -627,20 +657,25 @@ def exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0, kappa0,
         bl = blocks(c)
         K = len(bl)
         Ks.append(K)
-        logw.append(log_alpha_integral(K, N, a, b)
-                    + sum(math.lgamma(len(B)) for B in bl)
-                    + sum(lm(B) for B in bl))
+        logw.append(
+            log_alpha_integral(K, N, a, b)
+            + sum(math.lgamma(len(B)) for B in bl)
+            + sum(lm(B) for B in bl)
+        )
     logw = np.array(logw)
     lse = _logsumexp(logw)
     post = {c: math.exp(w - lse) for c, w in zip(parts, logw)}
-    mean = sum(p * math.exp(log_alpha_integral(K, N, a, b, 1)
-                            - log_alpha_integral(K, N, a, b, 0))
-               for p, K in zip(post.values(), Ks))
+    mean = sum(
+        p
+        * math.exp(
+            log_alpha_integral(K, N, a, b, 1) - log_alpha_integral(K, N, a, b, 0)
+        )
+        for p, K in zip(post.values(), Ks)
+    )
     return post, float(mean)
 
 
-def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0,
-                        psi0):
+def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0, psi0):
     """Density ``p(alpha | X)`` (array for array ``alpha``), ``alpha ~ Gamma(a, rate b)``.
 
     ``p(alpha | X) = sum_K P(K | X) Gamma(alpha; a, b) alpha^K / AF(alpha, N)
@@ -648,8 +683,9 @@ def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0,
     """
     X = _check_N(X)
     N = X.shape[0]
-    post, _ = exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0,
-                                               kappa0, nu0, psi0)
+    post, _ = exact_joint_posterior_with_alpha(
+        X, a, b, covariance_type, m0, kappa0, nu0, psi0
+    )
     pK = n_clusters_distribution(post)
     al = np.atleast_1d(np.asarray(alpha, dtype=float))
     out = np.zeros_like(al)
@@ -661,8 +697,11 @@ def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0,
             if pK[K] == 0:
                 continue
             # integrand in t divided by the Jacobian alpha gives the density in alpha
-            out[j] += pK[K] * math.exp(_log_alpha_integrand(t, K, N, a, b, 0)
-                                       - t - log_alpha_integral(K, N, a, b))
+            out[j] += pK[K] * math.exp(
+                _log_alpha_integrand(t, K, N, a, b, 0)
+                - t
+                - log_alpha_integral(K, N, a, b)
+            )
     return out if np.ndim(alpha) else float(out[0])
 
 
@@ -734,8 +773,9 @@ def permutations_consistent_with(partition):
     ``|C|! prod_c |c|!`` of them.
     """
     part = canonical_labels(partition)
-    return [p for p in itertools.permutations(range(len(part)))
-            if is_consistent(part, p)]
+    return [
+        p for p in itertools.permutations(range(len(part))) if is_consistent(part, p)
+    ]
 
 
 def log_augmented_joint(partition, order, log_marginal_fn, alpha, beta=None):
@@ -788,8 +828,7 @@ def brute_force_g_table(order, log_marginal_fn):
     return G
 
 
-def dp_sum_over_consistent_clusterings(order, log_marginal_fn, alpha,
-                                       beta=None):
+def dp_sum_over_consistent_clusterings(order, log_marginal_fn, alpha, beta=None):
     """Brute-force version of the paper's dynamic program for one permutation.
 
     Enumerates the ``2^(N-1)`` clusterings consistent with ``order``
@@ -811,8 +850,9 @@ def dp_sum_over_consistent_clusterings(order, log_marginal_fn, alpha,
     """
     order = _check_order(order)
     clus = consistent_clusterings(order)
-    logw = np.array([log_augmented_joint(c, order, log_marginal_fn, alpha, beta)
-                     for c in clus])
+    logw = np.array(
+        [log_augmented_joint(c, order, log_marginal_fn, alpha, beta) for c in clus]
+    )
     lse = _logsumexp(logw)
     return lse, {c: math.exp(w - lse) for c, w in zip(clus, logw)}
 
@@ -831,8 +871,7 @@ def permutation_augmented_kernel(N, log_marginal_fn, alpha):
     T = np.zeros((len(parts), len(parts)))
     n_pi = np.zeros(len(parts))
     for order in itertools.permutations(range(N)):
-        _, cond = dp_sum_over_consistent_clusterings(order, log_marginal_fn,
-                                                     alpha)
+        _, cond = dp_sum_over_consistent_clusterings(order, log_marginal_fn, alpha)
         row = np.zeros(len(parts))
         for c, p in cond.items():
             row[index[c]] = p

@@ -193,8 +193,8 @@ def codes(x, sigma):
     out = []
     for j in range(len(x)):
         earlier = set(x[:j])
-        out.append(sum(1 for l in range(n)
-                       if l not in earlier and rank[l] < rank[x[j]]))
+        out.append(sum(1 for item in range(n)
+                       if item not in earlier and rank[item] < rank[x[j]]))
     return out
 
 

@@ -34,7 +34,9 @@ def draw_statistics(label_samples):
 @pytest.fixture(scope="module")
 def exact_tiny_posterior():
     posterior = dpref.exact_partition_posterior(TINY_X, TINY_N_ITEMS, 1.0, 1.0, 1.0)
-    return dpref.coclustering_matrix(posterior), dpref.n_clusters_distribution(posterior)
+    return dpref.coclustering_matrix(posterior), dpref.n_clusters_distribution(
+        posterior
+    )
 
 
 def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
@@ -43,8 +45,14 @@ def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPMallowsClustering(
-            sampler="slice-gibbs", sigma_update="mh", n_iter=15000, burn_in=500,
-            thin=1, n_chains=2, init_clusters=2, random_state=0,
+            sampler="slice-gibbs",
+            sigma_update="mh",
+            n_iter=15000,
+            burn_in=500,
+            thin=1,
+            n_chains=2,
+            init_clusters=2,
+            random_state=0,
         ).fit(TINY_X)
     cocluster, k_dist = draw_statistics(model.label_samples_)
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
@@ -67,12 +75,17 @@ def test_score_samples_is_the_mean_of_the_draws_densities():
     model = DPMallowsClustering(
         sampler="slice-gibbs", n_iter=5, burn_in=4, n_chains=1, random_state=1
     ).fit(TINY_X)
-    (sigmas, thetas, sizes), = model._draws
+    ((sigmas, thetas, sizes),) = model._draws
     x = np.array([[2, 0, 1, 3]])
-    density = sum(
-        sizes[k] / (5 + 1.0) * np.exp(ref.gm_log_likelihood(x[0], sigmas[k], thetas[k]))
-        for k in range(len(sizes))
-    ) + 1.0 / (5 + 1.0) / 24
+    density = (
+        sum(
+            sizes[k]
+            / (5 + 1.0)
+            * np.exp(ref.gm_log_likelihood(x[0], sigmas[k], thetas[k]))
+            for k in range(len(sizes))
+        )
+        + 1.0 / (5 + 1.0) / 24
+    )
     assert_allclose(np.exp(model.score_samples(x)), [density])
 
 
@@ -84,7 +97,9 @@ def test_fit_predict_equals_fit_labels_and_seed_fixes_everything():
     labels = DPMallowsClustering(**params).fit_predict(X)
     model = DPMallowsClustering(**params).fit(X)
     assert_array_equal(labels, model.labels_)
-    assert_array_equal(model.label_samples_, DPMallowsClustering(**params).fit(X).label_samples_)
+    assert_array_equal(
+        model.label_samples_, DPMallowsClustering(**params).fit(X).label_samples_
+    )
 
 
 def test_draws_do_not_depend_on_n_jobs():
@@ -122,7 +137,9 @@ def test_fitted_attributes_are_consistent():
     X, _, _ = make_mallows_mixture(
         n_clusters=2, n_per_cluster=40, n_items=6, t=[0.3, 0.3, 0.4], random_state=2
     )
-    model = DPMallowsClustering(n_iter=12, burn_in=6, thin=3, n_chains=2, random_state=0)
+    model = DPMallowsClustering(
+        n_iter=12, burn_in=6, thin=3, n_chains=2, random_state=0
+    )
     model.fit(X)
     n_draws = 2 * len(range(6, 12, 3))
     assert model.label_samples_.shape == (n_draws, len(X)) == (model.n_draws_, len(X))
@@ -161,8 +178,13 @@ def test_convergence_warning_when_chains_disagree():
     )
     with pytest.warns(ConvergenceWarning, match="R-hat"):
         DPMallowsClustering(
-            sampler="slice-gibbs", n_iter=12, burn_in=0, n_chains=4, init_clusters=1,
-            n_gibbs=1, random_state=0,
+            sampler="slice-gibbs",
+            n_iter=12,
+            burn_in=0,
+            n_chains=4,
+            init_clusters=1,
+            n_gibbs=1,
+            random_state=0,
         ).fit(X)
 
 
@@ -235,9 +257,9 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
 
 
 def test_verbose_prints_progress_with_time_left(capsys):
-    DPMallowsClustering(n_iter=10, burn_in=5, n_chains=1, verbose=1, random_state=0).fit(
-        TINY_X
-    )
+    DPMallowsClustering(
+        n_iter=10, burn_in=5, n_chains=1, verbose=1, random_state=0
+    ).fit(TINY_X)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 10  # every sweep when n_iter <= 10, one line each
     assert "sweep 10/10" in lines[-1] and "clusters" in lines[-1]

@@ -7,14 +7,14 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from rankmix._gaussian_chain import GaussianChain
+from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
 from scipy import integrate, stats
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
-from rankmix._gaussian_chain import GaussianChain
-from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
 
 from . import _gaussian_reference as gref
 
@@ -41,7 +41,9 @@ def draw_statistics(label_samples):
 
 # Six points in two loose groups and a straggler, so the posterior spreads over
 # many clusterings (the number of clusters ranges over 1..5).
-TINY_X2 = np.array([[0.0, 0.1], [0.3, -0.2], [2.0, 2.1], [2.4, 1.8], [1.0, 1.2], [-0.5, 2.0]])
+TINY_X2 = np.array(
+    [[0.0, 0.1], [0.3, -0.2], [2.0, 2.1], [2.4, 1.8], [1.0, 1.2], [-0.5, 2.0]]
+)
 TINY_X1 = TINY_X2[:, :1] + TINY_X2[:, 1:]
 
 
@@ -54,10 +56,15 @@ def test_cholesky_update_and_downdate_match_numpy(d):
     A = random_spd(rng, d)
     L = np.linalg.cholesky(A)
     v = rng.normal(size=d)
-    assert_allclose(_chol_update_wrapper(L, v), np.linalg.cholesky(A + np.outer(v, v)), atol=1e-12)
-    w = 0.5 * v / np.sqrt(v @ np.linalg.solve(A, v))  # keeps A - w w^T positive definite
     assert_allclose(
-        _chol_update_wrapper(L, w, downdate=True), np.linalg.cholesky(A - np.outer(w, w)),
+        _chol_update_wrapper(L, v), np.linalg.cholesky(A + np.outer(v, v)), atol=1e-12
+    )
+    w = (
+        0.5 * v / np.sqrt(v @ np.linalg.solve(A, v))
+    )  # keeps A - w w^T positive definite
+    assert_allclose(
+        _chol_update_wrapper(L, w, downdate=True),
+        np.linalg.cholesky(A - np.outer(w, w)),
         atol=1e-12,
     )
     assert_allclose(_cholesky_wrapper(A), L, atol=1e-12)
@@ -91,7 +98,9 @@ def test_predictive_is_the_student_t_of_scipy(covariance_type):
     kn, nun = kappa0 + n, nu0 + n
     if full:
         df = nun - d + 1
-        expected = stats.multivariate_t(mean, psi * (kn + 1) / (kn * df), df=df).logpdf(x)
+        expected = stats.multivariate_t(mean, psi * (kn + 1) / (kn * df), df=df).logpdf(
+            x
+        )
     else:
         scale = np.sqrt(psi * (kn + 1) / (kn * nun))
         expected = stats.t(df=nun, loc=mean, scale=scale).logpdf(x).sum(axis=1)
@@ -158,10 +167,12 @@ def test_gibbs_weights_are_size_times_predictive():
                 assert weights[k] == -np.inf
                 continue
             expected = np.log(len(others)) + gref.log_posterior_predictive(
-                TINY_X2[i], TINY_X2[others], "full", m0, kappa0, nu0, psi0)
+                TINY_X2[i], TINY_X2[others], "full", m0, kappa0, nu0, psi0
+            )
             assert_allclose(weights[k], expected, rtol=1e-10)
         expected_new = np.log(0.7) + gref.log_prior_predictive(
-            TINY_X2[i], "full", m0, kappa0, nu0, psi0)
+            TINY_X2[i], "full", m0, kappa0, nu0, psi0
+        )
         assert_allclose(new, expected_new, rtol=1e-10)
 
 
@@ -181,13 +192,24 @@ EXACT_CASES = [
 def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
     # every move leaves the enumerated posterior over clusterings invariant
     m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
-    posterior = gref.exact_partition_posterior(X, 1.0, covariance_type, m0, kappa0, nu0, psi0)
+    posterior = gref.exact_partition_posterior(
+        X, 1.0, covariance_type, m0, kappa0, nu0, psi0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPGaussianClustering(
-            sampler=sampler, covariance_type=covariance_type, mean_prior=m0,
-            kappa=kappa0, nu=nu0, covariance_prior=psi0, n_split_merge=3,
-            n_iter=20000, burn_in=200, thin=1, n_chains=1, init_clusters=2,
+            sampler=sampler,
+            covariance_type=covariance_type,
+            mean_prior=m0,
+            kappa=kappa0,
+            nu=nu0,
+            covariance_prior=psi0,
+            n_split_merge=3,
+            n_iter=20000,
+            burn_in=200,
+            thin=1,
+            n_chains=1,
+            init_clusters=2,
             random_state=0,
         ).fit(X)
     cocluster, k_dist = draw_statistics(model.label_samples_)
@@ -199,13 +221,23 @@ def test_alpha_resampling_matches_the_exact_posterior():
     # with alpha ~ Gamma(2, 1) integrated out exactly, clusterings and E[alpha | X]
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     posterior, alpha_mean = gref.exact_joint_posterior_with_alpha(
-        TINY_X2, 2.0, 1.0, "full", m0, kappa0, nu0, psi0)
+        TINY_X2, 2.0, 1.0, "full", m0, kappa0, nu0, psi0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPGaussianClustering(
-            alpha_prior=(2.0, 1.0), mean_prior=m0, kappa=kappa0, nu=nu0,
-            covariance_prior=psi0, n_split_merge=3, n_iter=20000, burn_in=200,
-            thin=1, n_chains=1, init_clusters=2, random_state=1,
+            alpha_prior=(2.0, 1.0),
+            mean_prior=m0,
+            kappa=kappa0,
+            nu=nu0,
+            covariance_prior=psi0,
+            n_split_merge=3,
+            n_iter=20000,
+            burn_in=200,
+            thin=1,
+            n_chains=1,
+            init_clusters=2,
+            random_state=1,
         ).fit(TINY_X2)
     cocluster, k_dist = draw_statistics(model.label_samples_)
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
@@ -217,8 +249,16 @@ def test_alpha_resampling_matches_the_exact_posterior():
 def test_log_joint_is_the_crp_prior_times_the_marginals():
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     model = DPGaussianClustering(
-        alpha=0.6, mean_prior=m0, kappa=kappa0, nu=nu0, covariance_prior=psi0,
-        n_iter=5, burn_in=4, thin=1, n_chains=1, random_state=0,
+        alpha=0.6,
+        mean_prior=m0,
+        kappa=kappa0,
+        nu=nu0,
+        covariance_prior=psi0,
+        n_iter=5,
+        burn_in=4,
+        thin=1,
+        n_chains=1,
+        random_state=0,
     ).fit(TINY_X2)
     labels = model.label_samples_[-1]
     expected = gref.crp_log_prior(tuple(labels), 0.6) + sum(
@@ -238,7 +278,9 @@ def test_score_samples_integrates_to_one_in_1d(covariance_type):
         covariance_type=covariance_type, n_iter=20, burn_in=10, thin=5, random_state=0
     ).fit(X)
     total = sum(
-        integrate.quad(lambda x: np.exp(model.score_samples([[x]])[0]), lo, hi, limit=200)[0]
+        integrate.quad(
+            lambda x: np.exp(model.score_samples([[x]])[0]), lo, hi, limit=200
+        )[0]
         for lo, hi in [(-np.inf, 0.0), (0.0, 20.0), (20.0, np.inf)]
     )
     assert_allclose(total, 1.0, rtol=1e-6)
@@ -249,7 +291,11 @@ def test_score_samples_integrates_to_one_in_2d(covariance_type):
     # large nu: light tails, so a finite grid holds all the mass
     X, _ = make_blobs(n_samples=30, centers=2, cluster_std=0.5, random_state=0)
     model = DPGaussianClustering(
-        covariance_type=covariance_type, nu=30.0, n_iter=20, burn_in=10, thin=5,
+        covariance_type=covariance_type,
+        nu=30.0,
+        n_iter=20,
+        burn_in=10,
+        thin=5,
         random_state=0,
     ).fit(X)
     centre, half = X.mean(axis=0), 40.0
@@ -263,16 +309,31 @@ def test_score_samples_integrates_to_one_in_2d(covariance_type):
 def test_score_samples_is_the_mean_of_the_draws_mixtures():
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     model = DPGaussianClustering(
-        alpha=0.5, mean_prior=m0, kappa=kappa0, nu=nu0, covariance_prior=psi0,
-        n_iter=5, burn_in=4, thin=1, n_chains=1, random_state=2,
+        alpha=0.5,
+        mean_prior=m0,
+        kappa=kappa0,
+        nu=nu0,
+        covariance_prior=psi0,
+        n_iter=5,
+        burn_in=4,
+        thin=1,
+        n_chains=1,
+        random_state=2,
     ).fit(TINY_X2)
     labels = model.label_samples_[0]
     x = np.array([[0.7, 0.9], [3.0, -1.0]])
-    density = 0.5 / 6.5 * np.exp(gref.log_prior_predictive(x, "full", m0, kappa0, nu0, psi0))
+    density = (
+        0.5 / 6.5 * np.exp(gref.log_prior_predictive(x, "full", m0, kappa0, nu0, psi0))
+    )
     for k in range(labels.max() + 1):
         members = TINY_X2[labels == k]
-        density += len(members) / 6.5 * np.exp(gref.log_posterior_predictive(
-            x, members, "full", m0, kappa0, nu0, psi0))
+        density += (
+            len(members)
+            / 6.5
+            * np.exp(
+                gref.log_posterior_predictive(x, members, "full", m0, kappa0, nu0, psi0)
+            )
+        )
     assert_allclose(np.exp(model.score_samples(x)), density, rtol=1e-10)
 
 
@@ -317,13 +378,17 @@ def test_draws_do_not_depend_on_n_jobs():
 @pytest.mark.parametrize("n_features, centers", [(2, 4), (10, 8)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_recovers_well_separated_blobs(covariance_type, n_features, centers, seed):
-    X, y = blobs(n_samples=400, n_features=n_features, centers=centers, random_state=seed)
+    X, y = blobs(
+        n_samples=400, n_features=n_features, centers=centers, random_state=seed
+    )
     model = DPGaussianClustering(
         covariance_type=covariance_type, n_iter=60, burn_in=30, random_state=seed
     ).fit(X)
     assert adjusted_rand_score(y, model.labels_) > 0.95
     assert model.means_.shape == (model.n_clusters_, n_features)
-    expected_shape = (n_features, n_features) if covariance_type == "full" else (n_features,)
+    expected_shape = (
+        (n_features, n_features) if covariance_type == "full" else (n_features,)
+    )
     assert model.covariances_.shape == (model.n_clusters_, *expected_shape)
     assert_allclose(model.weights_.sum(), 1.0)
     # predict on the training data agrees with the point estimate
@@ -365,7 +430,8 @@ def test_sample_draws_from_the_clusters_predictives():
 def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
     X, _ = blobs()
     model = DPGaussianClustering(
-        alpha_prior=(1.0, 1.0), n_iter=10, burn_in=5, random_state=0).fit(X)
+        alpha_prior=(1.0, 1.0), n_iter=10, burn_in=5, random_state=0
+    ).fit(X)
     alphas = {draw[4] for draw in model._draws}
     assert len(alphas) > 1
     fixed = DPGaussianClustering(alpha=0.3, n_iter=10, burn_in=5, random_state=0).fit(X)
@@ -391,8 +457,16 @@ def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
         (dict(mean_prior=[0.0, np.nan, 1.0]), ValueError, "mean_prior"),
         (dict(covariance_prior=np.eye(2)), ValueError, "shape"),
         (dict(covariance_prior=-np.eye(3)), ValueError, "positive definite"),
-        (dict(covariance_prior=[[1, 2, 0], [0, 1, 0], [0, 0, 1]]), ValueError, "symmetric"),
-        (dict(covariance_type="diag", covariance_prior=[1.0, -1.0, 1.0]), ValueError, "positive"),
+        (
+            dict(covariance_prior=[[1, 2, 0], [0, 1, 0], [0, 0, 1]]),
+            ValueError,
+            "symmetric",
+        ),
+        (
+            dict(covariance_type="diag", covariance_prior=[1.0, -1.0, 1.0]),
+            ValueError,
+            "positive",
+        ),
         (dict(alpha_prior=(1.0,)), ValueError, "alpha_prior"),
         (dict(alpha_prior=(1.0, 0.0)), ValueError, "alpha_prior"),
         (dict(init_clusters=0), ValueError, "init_clusters"),
@@ -436,7 +510,11 @@ def test_sampled_alpha_is_traced_and_used_by_score_samples():
 
     X = np.array([[-3.0], [-2.6], [0.1], [2.9], [3.2]])
     model = DPGaussianClustering(
-        alpha_prior=(2.0, 1.0), n_iter=40, burn_in=20, thin=4, n_chains=2,
+        alpha_prior=(2.0, 1.0),
+        n_iter=40,
+        burn_in=20,
+        thin=4,
+        n_chains=2,
         random_state=0,
     ).fit(X)
     assert model.trace_["alpha"].shape == (2, 40)
@@ -444,7 +522,9 @@ def test_sampled_alpha_is_traced_and_used_by_score_samples():
     alphas = {model._draw_alpha(p) for p in model._draws}
     assert len(alphas) > 1
     total, _ = integrate.quad(
-        lambda x: np.exp(model.score_samples(np.array([[x]])))[0], -np.inf, np.inf,
+        lambda x: np.exp(model.score_samples(np.array([[x]])))[0],
+        -np.inf,
+        np.inf,
         limit=200,
     )
     assert abs(total - 1.0) < 1e-6

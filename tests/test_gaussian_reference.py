@@ -32,17 +32,16 @@ BELL = [1, 1, 2, 5, 15, 52, 203, 877]
 # Tiny data sets used below (fixed numbers, no RNG dependence).
 X1 = np.array([[0.3], [-1.2], [0.9], [2.6], [2.2]])
 X2 = np.array([[0.1, -0.4], [0.5, 0.2], [2.0, 1.6], [2.3, 1.2], [-1.0, 0.7]])
-X3 = np.array([[0.1, -0.4, 1.0], [0.5, 0.2, 0.8], [2.0, 1.6, -0.3],
-               [2.3, 1.2, 0.1]])
+X3 = np.array([[0.1, -0.4, 1.0], [0.5, 0.2, 0.8], [2.0, 1.6, -0.3], [2.3, 1.2, 0.1]])
 PSI2 = np.array([[1.0, 0.3], [0.3, 0.5]])
 PSI3 = np.array([[1.0, 0.2, 0.0], [0.2, 0.7, -0.1], [0.0, -0.1, 1.5]])
 
 # (X, m0, kappa0, nu0, Psi0) for the full model
 FULL_CASES = [
     (X1, 0.0, 1.0, 3.0, np.array([[1.0]])),
-    (X1, 0.5, 0.2, 0.7, np.array([[2.5]])),           # nu0 < 1 allowed for d = 1
+    (X1, 0.5, 0.2, 0.7, np.array([[2.5]])),  # nu0 < 1 allowed for d = 1
     (X2, np.array([0.2, -0.1]), 0.5, 2.5, PSI2),
-    (X2, 0.0, 3.0, 1.2, 0.4 * np.eye(2)),             # nu0 in (d - 1, d]
+    (X2, 0.0, 3.0, 1.2, 0.4 * np.eye(2)),  # nu0 in (d - 1, d]
     (X3, np.array([0.0, 0.5, 0.0]), 0.8, 4.0, PSI3),
 ]
 
@@ -83,8 +82,12 @@ def _norm_logpdf(x, mu, var):
 
 def _invgamma_logpdf(s2, shape, scale):
     """Plain inverse-gamma log density (checked against scipy.stats.invgamma)."""
-    return (shape * math.log(scale) - math.lgamma(shape)
-            - (shape + 1) * math.log(s2) - scale / s2)
+    return (
+        shape * math.log(scale)
+        - math.lgamma(shape)
+        - (shape + 1) * math.log(s2)
+        - scale / s2
+    )
 
 
 def dblquad_log_marginal(x, m0, kappa0, nu0, psi0):
@@ -103,9 +106,12 @@ def dblquad_log_marginal(x, m0, kappa0, nu0, psi0):
 
     def log_f(mu, t):
         s2 = math.exp(t)
-        return (sum(_norm_logpdf(xi, mu, s2) for xi in x)
-                + _norm_logpdf(mu, m0, s2 / kappa0)
-                + _invgamma_logpdf(s2, 0.5 * nu0, 0.5 * psi0) + t)
+        return (
+            sum(_norm_logpdf(xi, mu, s2) for xi in x)
+            + _norm_logpdf(mu, m0, s2 / kappa0)
+            + _invgamma_logpdf(s2, 0.5 * nu0, 0.5 * psi0)
+            + t
+        )
 
     log_f0 = log_f(mc, tc)  # rescale so that the integral is O(1)
 
@@ -143,9 +149,11 @@ def test_elementary_densities_match_scipy():
         x, mu = rng.normal(size=2)
         var, shape, scale = rng.uniform(0.1, 3.0, size=3)
         assert _norm_logpdf(x, mu, var) == pytest.approx(
-            stats.norm.logpdf(x, mu, math.sqrt(var)), abs=1e-12)
+            stats.norm.logpdf(x, mu, math.sqrt(var)), abs=1e-12
+        )
         assert _invgamma_logpdf(var, shape, scale) == pytest.approx(
-            stats.invgamma.logpdf(var, shape, scale=scale), abs=1e-12)
+            stats.invgamma.logpdf(var, shape, scale=scale), abs=1e-12
+        )
 
 
 def test_invwishart_1d_is_invgamma():
@@ -181,25 +189,33 @@ def test_diag_closed_form_matches_chain_rule():
     m0, kappa0, nu0, psi0 = np.array([0.0, 0.5]), 0.7, 2.2, np.array([1.3, 0.4])
     for rows in [(0,), (1, 2), (0, 2, 3), (0, 1, 2, 3, 4)]:
         Xc = X2[list(rows)]
-        want = sum(chain_rule_log_marginal(Xc[:, [k]], m0[k], kappa0, nu0,
-                                           [[psi0[k]]]) for k in range(2))
+        want = sum(
+            chain_rule_log_marginal(Xc[:, [k]], m0[k], kappa0, nu0, [[psi0[k]]])
+            for k in range(2)
+        )
         assert gr.log_marginal_diag(Xc, m0, kappa0, nu0, psi0) == pytest.approx(
-            want, abs=1e-8)
+            want, abs=1e-8
+        )
 
 
-@pytest.mark.parametrize("x, prior", [
-    ([0.3], (0.0, 1.0, 3.0, 1.0)),
-    ([0.3, -1.2], (0.5, 0.5, 2.5, 2.0)),
-    ([2.0, 2.5], (0.0, 2.0, 1.5, 0.3)),
-])
+@pytest.mark.parametrize(
+    "x, prior",
+    [
+        ([0.3], (0.0, 1.0, 3.0, 1.0)),
+        ([0.3, -1.2], (0.5, 0.5, 2.5, 2.0)),
+        ([2.0, 2.5], (0.0, 2.0, 1.5, 0.3)),
+    ],
+)
 def test_closed_form_matches_dblquad_d1(x, prior):
     m0, kappa0, nu0, psi0 = prior
     Xc = np.array(x)[:, None]
     want = dblquad_log_marginal(x, m0, kappa0, nu0, psi0)
     assert gr.log_marginal_full(Xc, m0, kappa0, nu0, [[psi0]]) == pytest.approx(
-        want, abs=1e-6)
+        want, abs=1e-6
+    )
     assert gr.log_marginal_diag(Xc, m0, kappa0, nu0, [psi0]) == pytest.approx(
-        want, abs=1e-6)
+        want, abs=1e-6
+    )
 
 
 @pytest.mark.parametrize("case", [2, 3, 4])
@@ -220,10 +236,12 @@ def test_closed_form_matches_chib_identity(case):
         S = A @ A.T + 0.5 * np.eye(d)
         mu = rng.normal(size=d)
         loglik = stats.multivariate_normal(mu, S).logpdf(X).sum()
-        logprior = (stats.invwishart(df=nu0, scale=Psi0).logpdf(S)
-                    + stats.multivariate_normal(m0v, S / kappa0).logpdf(mu))
-        logpost = (stats.invwishart(df=nu_n, scale=Psi_n).logpdf(S)
-                   + stats.multivariate_normal(m_n, S / k_n).logpdf(mu))
+        logprior = stats.invwishart(df=nu0, scale=Psi0).logpdf(
+            S
+        ) + stats.multivariate_normal(m0v, S / kappa0).logpdf(mu)
+        logpost = stats.invwishart(df=nu_n, scale=Psi_n).logpdf(
+            S
+        ) + stats.multivariate_normal(m_n, S / k_n).logpdf(mu)
         assert closed == pytest.approx(loglik + logprior - logpost, abs=1e-8)
 
 
@@ -231,31 +249,36 @@ def test_diag_equals_full_in_one_dimension():
     for X, m0, kappa0, nu0, Psi0 in FULL_CASES[:2]:
         for rows in [(0,), (1, 3), (0, 1, 2, 3, 4)]:
             Xc = X[list(rows)]
-            assert gr.log_marginal_diag(Xc, m0, kappa0, nu0, [Psi0[0, 0]]) == \
-                pytest.approx(gr.log_marginal_full(Xc, m0, kappa0, nu0, Psi0),
-                              abs=1e-12)
+            assert gr.log_marginal_diag(
+                Xc, m0, kappa0, nu0, [Psi0[0, 0]]
+            ) == pytest.approx(
+                gr.log_marginal_full(Xc, m0, kappa0, nu0, Psi0), abs=1e-12
+            )
         x = np.array([0.4])
-        assert gr.log_posterior_predictive(x, X[:3], "diag", m0, kappa0, nu0,
-                                           [Psi0[0, 0]]) == pytest.approx(
+        assert gr.log_posterior_predictive(
+            x, X[:3], "diag", m0, kappa0, nu0, [Psi0[0, 0]]
+        ) == pytest.approx(
             gr.log_posterior_predictive(x, X[:3], "full", m0, kappa0, nu0, Psi0),
-            abs=1e-12)
-        post_d = gr.exact_partition_posterior(X, 1.3, "diag", m0, kappa0, nu0,
-                                              [Psi0[0, 0]])
-        post_f = gr.exact_partition_posterior(X, 1.3, "full", m0, kappa0, nu0,
-                                              Psi0)
+            abs=1e-12,
+        )
+        post_d = gr.exact_partition_posterior(
+            X, 1.3, "diag", m0, kappa0, nu0, [Psi0[0, 0]]
+        )
+        post_f = gr.exact_partition_posterior(X, 1.3, "full", m0, kappa0, nu0, Psi0)
         for c in post_f:
             assert post_d[c] == pytest.approx(post_f[c], abs=1e-12)
 
 
 def test_diag_is_sum_over_columns_and_full_with_diagonal_scale_differs():
     psi0 = np.array([1.3, 0.4])
-    want = sum(gr.log_marginal_full(X2[:, [k]], 0.1, 0.7, 2.2, [[psi0[k]]])
-               for k in range(2))
+    want = sum(
+        gr.log_marginal_full(X2[:, [k]], 0.1, 0.7, 2.2, [[psi0[k]]]) for k in range(2)
+    )
     assert gr.log_marginal_diag(X2, 0.1, 0.7, 2.2, psi0) == pytest.approx(
-        want, abs=1e-12)
+        want, abs=1e-12
+    )
     # the full model with a diagonal scale is NOT the diag model when d > 1
-    assert abs(gr.log_marginal_full(X2, 0.1, 0.7, 2.2, np.diag(psi0))
-               - want) > 1e-3
+    assert abs(gr.log_marginal_full(X2, 0.1, 0.7, 2.2, np.diag(psi0)) - want) > 1e-3
 
 
 def test_student_t_matches_scipy():
@@ -266,13 +289,16 @@ def test_student_t_matches_scipy():
         loc = rng.normal(size=d)
         pts = rng.normal(size=(6, d)) * 2
         want = stats.multivariate_t(loc=loc, shape=shape, df=df).logpdf(pts)
-        np.testing.assert_allclose(gr.student_t_logpdf(pts, loc, shape, df), want,
-                                   rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            gr.student_t_logpdf(pts, loc, shape, df), want, rtol=0, atol=1e-10
+        )
         if d == 1:
-            want1 = stats.t.logpdf(pts[:, 0], df=df, loc=loc[0],
-                                   scale=math.sqrt(shape[0, 0]))
-            np.testing.assert_allclose(gr.student_t_logpdf(pts, loc, shape, df),
-                                       want1, rtol=0, atol=1e-10)
+            want1 = stats.t.logpdf(
+                pts[:, 0], df=df, loc=loc[0], scale=math.sqrt(shape[0, 0])
+            )
+            np.testing.assert_allclose(
+                gr.student_t_logpdf(pts, loc, shape, df), want1, rtol=0, atol=1e-10
+            )
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
@@ -282,21 +308,20 @@ def test_predictive_is_ratio_of_marginals(covariance_type):
     x = np.array([0.7, 0.3])
     for rows in [(), (0,), (2, 3), (0, 1, 4)]:
         Xc = X2[list(rows)].reshape(len(rows), 2)
-        want = (gr.log_marginal(np.vstack([Xc, x]), covariance_type, m0, kappa0,
-                                nu0, psi0)
-                - gr.log_marginal(Xc, covariance_type, m0, kappa0, nu0, psi0))
-        got = gr.log_posterior_predictive(x, Xc, covariance_type, m0, kappa0,
-                                          nu0, psi0)
+        want = gr.log_marginal(
+            np.vstack([Xc, x]), covariance_type, m0, kappa0, nu0, psi0
+        ) - gr.log_marginal(Xc, covariance_type, m0, kappa0, nu0, psi0)
+        got = gr.log_posterior_predictive(x, Xc, covariance_type, m0, kappa0, nu0, psi0)
         assert got == pytest.approx(want, abs=1e-10)
         # vectorised form
-        many = gr.log_posterior_predictive(np.vstack([x, x + 1]), Xc,
-                                           covariance_type, m0, kappa0, nu0,
-                                           psi0)
+        many = gr.log_posterior_predictive(
+            np.vstack([x, x + 1]), Xc, covariance_type, m0, kappa0, nu0, psi0
+        )
         assert many.shape == (2,) and many[0] == pytest.approx(got, abs=1e-12)
     prior = gr.log_prior_predictive(x, covariance_type, m0, kappa0, nu0, psi0)
     assert prior == pytest.approx(
-        gr.log_marginal(x[None, :], covariance_type, m0, kappa0, nu0, psi0),
-        abs=1e-10)
+        gr.log_marginal(x[None, :], covariance_type, m0, kappa0, nu0, psi0), abs=1e-10
+    )
 
 
 # --------------------------------------------- exact posterior over clusterings
@@ -315,21 +340,22 @@ def test_number_of_partitions_is_bell(N):
 def test_posterior_sums_to_one_and_matches_bruteforce(covariance_type):
     psi0 = PSI2 if covariance_type == "full" else np.array([1.0, 0.5])
     alpha = 0.9
-    post = gr.exact_partition_posterior(X2, alpha, covariance_type, 0.0, 0.5,
-                                        2.5, psi0)
+    post = gr.exact_partition_posterior(X2, alpha, covariance_type, 0.0, 0.5, 2.5, psi0)
     assert sum(post.values()) == pytest.approx(1.0, abs=1e-12)
     # unnormalised weights straight from the definition
     logw = {}
     for c in dpr.set_partitions(len(X2)):
         logw[c] = dpr.crp_log_prior(c, alpha) + sum(
             gr.log_marginal(X2[list(b)], covariance_type, 0.0, 0.5, 2.5, psi0)
-            for b in gr.blocks(c))
+            for b in gr.blocks(c)
+        )
     top = max(logw.values())
     Z = sum(math.exp(v - top) for v in logw.values())
     for c, v in logw.items():
         assert post[c] == pytest.approx(math.exp(v - top) / Z, abs=1e-12)
-    assert gr.log_evidence(X2, alpha, covariance_type, 0.0, 0.5, 2.5, psi0) == \
-        pytest.approx(top + math.log(Z), abs=1e-10)
+    assert gr.log_evidence(
+        X2, alpha, covariance_type, 0.0, 0.5, 2.5, psi0
+    ) == pytest.approx(top + math.log(Z), abs=1e-10)
 
 
 def test_two_points_closed_form():
@@ -371,8 +397,9 @@ def test_predictive_density_equals_evidence_ratio(covariance_type):
     comps = gr.predictive_components(X, *args)
     assert sum(w for w, _ in comps) == pytest.approx(1.0, abs=1e-12)
     # no data: the predictive is the prior predictive
-    assert gr.log_predictive_density(pts[0], np.zeros((0, 2)), *args) == \
-        pytest.approx(gr.log_prior_predictive(pts[0], *args[1:]), abs=1e-12)
+    assert gr.log_predictive_density(pts[0], np.zeros((0, 2)), *args) == pytest.approx(
+        gr.log_prior_predictive(pts[0], *args[1:]), abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
@@ -386,9 +413,11 @@ def test_predictive_integrates_to_one_d1(covariance_type):
 
     opts = dict(epsabs=1e-10, epsrel=1e-8)
     lo, hi = X.min() - 3.0, X.max() + 3.0
-    total = (integrate.quad(f, -np.inf, lo, **opts)[0]
-             + integrate.quad(f, lo, hi, points=sorted(X.ravel()), **opts)[0]
-             + integrate.quad(f, hi, np.inf, **opts)[0])
+    total = (
+        integrate.quad(f, -np.inf, lo, **opts)[0]
+        + integrate.quad(f, lo, hi, points=sorted(X.ravel()), **opts)[0]
+        + integrate.quad(f, hi, np.inf, **opts)[0]
+    )
     assert total == pytest.approx(1.0, abs=1e-7)
 
 
@@ -414,17 +443,24 @@ def test_alpha_integral_special_cases():
     for a, b in [(1.0, 1.0), (2.0, 0.5), (0.5, 3.0)]:
         assert gr.log_alpha_integral(1, 1, a, b) == pytest.approx(0.0, abs=1e-10)
         assert math.exp(gr.log_alpha_integral(1, 1, a, b, 1)) == pytest.approx(
-            a / b, rel=1e-10)
+            a / b, rel=1e-10
+        )
     # N = 2, K = 2: alpha^2 / (alpha (alpha + 1)) = alpha / (alpha + 1)
     a, b = 2.0, 1.0
-    want = integrate.quad(lambda al: stats.gamma.pdf(al, a, scale=1 / b)
-                          * al / (al + 1), 0, np.inf, epsabs=0, epsrel=1e-12)[0]
-    assert math.exp(gr.log_alpha_integral(2, 2, a, b)) == pytest.approx(want,
-                                                                        rel=1e-9)
+    want = integrate.quad(
+        lambda al: stats.gamma.pdf(al, a, scale=1 / b) * al / (al + 1),
+        0,
+        np.inf,
+        epsabs=0,
+        epsrel=1e-12,
+    )[0]
+    assert math.exp(gr.log_alpha_integral(2, 2, a, b)) == pytest.approx(want, rel=1e-9)
 
 
-@pytest.mark.parametrize("a, b, covariance_type", [
-    (2.0, 1.0, "full"), (1.0, 0.5, "diag"), (0.6, 2.0, "full")])
+@pytest.mark.parametrize(
+    "a, b, covariance_type",
+    [(2.0, 1.0, "full"), (1.0, 0.5, "diag"), (0.6, 2.0, "full")],
+)
 def test_alpha_integrated_posterior_matches_fine_grid(a, b, covariance_type):
     X = X2[:4]
     psi0 = PSI2 if covariance_type == "full" else np.array([1.0, 0.5])
@@ -455,10 +491,10 @@ def test_alpha_integrated_posterior_matches_fine_grid(a, b, covariance_type):
     # the posterior density of alpha integrates to one and has that mean
     pdf = gr.alpha_posterior_pdf(alphas, X, a, b, *model)
     assert integrate.trapezoid(pdf * alphas, t) == pytest.approx(1.0, abs=1e-7)
-    assert integrate.trapezoid(pdf * alphas ** 2, t) == pytest.approx(
-        alpha_mean, rel=1e-7)
-    np.testing.assert_allclose(pdf * alphas, J.sum(axis=0) / Z, rtol=1e-6,
-                               atol=1e-12)
+    assert integrate.trapezoid(pdf * alphas**2, t) == pytest.approx(
+        alpha_mean, rel=1e-7
+    )
+    np.testing.assert_allclose(pdf * alphas, J.sum(axis=0) / Z, rtol=1e-6, atol=1e-12)
 
 
 def test_alpha_posterior_concentrates_to_fixed_alpha():
@@ -496,8 +532,8 @@ def test_number_of_consistent_clusterings(N):
 def test_is_consistent_examples():
     # order pi = (2, 0, 3, 1): segments must be contiguous along the order
     order = (2, 0, 3, 1)
-    assert gr.is_consistent((0, 1, 0, 1), order)       # {0,2} {1,3}: 2,0 | 3,1
-    assert not gr.is_consistent((0, 0, 1, 1), order)   # {0,1} not contiguous
+    assert gr.is_consistent((0, 1, 0, 1), order)  # {0,2} {1,3}: 2,0 | 3,1
+    assert not gr.is_consistent((0, 0, 1, 1), order)  # {0,1} not contiguous
     assert gr.is_consistent((0, 0, 0, 0), order)
     assert gr.is_consistent((0, 1, 2, 3), order)
 
@@ -510,7 +546,8 @@ def test_number_of_consistent_permutations_eq3(N):
         bl = gr.blocks(c)
         n_pi = len(gr.permutations_consistent_with(c))
         assert n_pi == math.factorial(len(bl)) * math.prod(
-            math.factorial(len(b)) for b in bl)
+            math.factorial(len(b)) for b in bl
+        )
         total += n_pi
     assert total == math.factorial(N) * 2 ** (N - 1)
 
@@ -525,8 +562,10 @@ def test_augmented_joint_eq4_marginalises_to_dp_posterior():
     N, alpha = 4, 0.7
     lm = _lmfn(N)
     for c in dpr.set_partitions(N):
-        vals = [gr.log_augmented_joint(c, p, lm, alpha)
-                for p in gr.permutations_consistent_with(c)]
+        vals = [
+            gr.log_augmented_joint(c, p, lm, alpha)
+            for p in gr.permutations_consistent_with(c)
+        ]
         want = dpr.crp_log_prior(c, alpha) + sum(lm(b) for b in gr.blocks(c))
         assert gr._logsumexp(vals) == pytest.approx(want, abs=1e-10)
     # and -inf for an inconsistent ordering
@@ -553,6 +592,7 @@ def test_bruteforce_matches_paper_dynamic_programs():
     N, alpha, beta = 5, 0.8, 2.3
     lm = _lmfn(N)
     for order in [(0, 1, 2, 3, 4), (3, 0, 4, 2, 1)]:
+
         def logB(seg):
             return lm(seg) - math.log(len(seg))
 
@@ -560,8 +600,9 @@ def test_bruteforce_matches_paper_dynamic_programs():
         g[0, 0] = 0.0
         for r in range(1, N + 1):
             for K in range(1, r + 1):
-                terms = [g[r - m, K - 1] + logB(order[r - m:r])
-                         for m in range(1, r + 1)]
+                terms = [
+                    g[r - m, K - 1] + logB(order[r - m : r]) for m in range(1, r + 1)
+                ]
                 g[r, K] = gr._logsumexp(terms)
         G = gr.brute_force_g_table(order, lm)
         finite = np.isfinite(G)
@@ -570,9 +611,12 @@ def test_bruteforce_matches_paper_dynamic_programs():
 
         # p(pi, x) = sum_K A(K) g(N, K), A(K) = alpha^K / (AF(alpha, N) K!)
         log_AF = sum(math.log(alpha + i) for i in range(N))
-        log_pi_x = gr._logsumexp([K * math.log(alpha) - log_AF
-                                  - math.lgamma(K + 1) + g[N, K]
-                                  for K in range(1, N + 1)])
+        log_pi_x = gr._logsumexp(
+            [
+                K * math.log(alpha) - log_AF - math.lgamma(K + 1) + g[N, K]
+                for K in range(1, N + 1)
+            ]
+        )
         log_norm, cond = gr.dp_sum_over_consistent_clusterings(order, lm, alpha)
         assert log_norm == pytest.approx(log_pi_x, abs=1e-10)
 
@@ -580,16 +624,25 @@ def test_bruteforce_matches_paper_dynamic_programs():
         gp = np.full(N + 1, -np.inf)
         gp[0] = 0.0
         for r in range(1, N + 1):
-            gp[r] = gr._logsumexp([gp[r - m] + logB(order[r - m:r])
-                                   + math.log(alpha) - math.log(beta)
-                                   for m in range(1, r + 1)])
-        log_q, qcond = gr.dp_sum_over_consistent_clusterings(order, lm, alpha,
-                                                             beta=beta)
+            gp[r] = gr._logsumexp(
+                [
+                    gp[r - m]
+                    + logB(order[r - m : r])
+                    + math.log(alpha)
+                    - math.log(beta)
+                    for m in range(1, r + 1)
+                ]
+            )
+        log_q, qcond = gr.dp_sum_over_consistent_clusterings(
+            order, lm, alpha, beta=beta
+        )
         assert log_q == pytest.approx(-log_AF + gp[N], abs=1e-10)
         # q_beta(C | pi) / p(C | pi) ∝ |C|! / beta^|C|
-        ratios = [math.log(qcond[c] / cond[c])
-                  - (math.lgamma(max(c) + 2) - (max(c) + 1) * math.log(beta))
-                  for c in cond]
+        ratios = [
+            math.log(qcond[c] / cond[c])
+            - (math.lgamma(max(c) + 2) - (max(c) + 1) * math.log(beta))
+            for c in cond
+        ]
         assert max(ratios) - min(ratios) < 1e-10
 
 

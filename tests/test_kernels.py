@@ -5,10 +5,10 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from rankmix._rng import _uniform_wrapper, as_bit_generator, spawn_bit_generators
 from scipy import stats
 
 from rankmix import _kernels
-from rankmix._rng import _uniform_wrapper, as_bit_generator, spawn_bit_generators
 
 from . import _reference as ref
 
@@ -82,7 +82,9 @@ def test_log_likelihood_and_kendall_match_reference(n_items, t_max):
 def test_log_psi_matches_reference(m, theta):
     # log psi_m(theta) is accurate across the small-theta switch and at large theta
     expected = np.log(np.sum(np.exp(-np.arange(m + 1) * theta)))
-    assert_allclose(_kernels._log_psi_wrapper(m, theta), expected, rtol=1e-12, atol=1e-14)
+    assert_allclose(
+        _kernels._log_psi_wrapper(m, theta), expected, rtol=1e-12, atol=1e-14
+    )
 
 
 def test_rankings_from_codes_inverts_codes():
@@ -112,7 +114,9 @@ def test_ranking_statistics_rebuild_R(n_items, t_max):
                 dense[item_a, c] = weight[a]
         for c, item_c in enumerate(items):
             dense[item_a, item_c] -= preceded[a, c]
-    assert_allclose(dense, ref.sufficient_matrix(X[members], theta, n_items), atol=1e-12)
+    assert_allclose(
+        dense, ref.sufficient_matrix(X[members], theta, n_items), atol=1e-12
+    )
     # items are the distinct ranked items, in increasing order
     assert_array_equal(items, np.unique(X[members][X[members] >= 0]))
 
@@ -128,7 +132,8 @@ def test_energy_and_code_sums_match_reference(n_items, t_max):
         sigma = rng.permutation(n_items).astype(np.intp)
         expected = ref.energy(sigma, X, theta)
         assert_allclose(
-            _kernels.sigma_energy(stats.items, weight, preceded, sigma), expected,
+            _kernels.sigma_energy(stats.items, weight, preceded, sigma),
+            expected,
             atol=1e-10,
         )
         sums = _kernels.code_sums(stats, sigma)
@@ -157,14 +162,17 @@ def test_stagewise_log_proposal_matches_reference(n_items, t_max):
 
 def test_stagewise_draws_follow_their_log_proposal():
     # the draws of the stagewise kernel are distributed as the q it reports
-    n_items, t_max = 5, 3  # two items unranked by the data: exercises the block
+    n_items = 5  # two items no ranking mentions: exercises the block
     X = np.array([[0, 1, 2], [1, 0, -1], [0, 2, -1]], dtype=np.intp)
     theta = np.array([1.2, 0.4, 0.7])
     stats, weight, preceded = compact_R(X, theta, n_items)
     perms = [np.array(p, dtype=np.intp) for p in ref.all_permutations(n_items)]
     index = {tuple(p): i for i, p in enumerate(perms)}
     probs = np.exp(
-        [_kernels.stagewise_log_proposal(stats.items, weight, preceded, p) for p in perms]
+        [
+            _kernels.stagewise_log_proposal(stats.items, weight, preceded, p)
+            for p in perms
+        ]
     )
     bit_generator = np.random.PCG64(6)
     counts = np.zeros(len(perms))
@@ -253,10 +261,15 @@ def test_stagewise_first_item_on_design_example():
     theta = np.array([1.0, 0.3, 0.0])
     stats, weight, preceded = compact_R(X, theta, 3)
     perms = [np.array(p, dtype=np.intp) for p in ref.all_permutations(3)]
-    q = np.exp([_kernels.stagewise_log_proposal(stats.items, weight, preceded, p)
-                for p in perms])
-    energies = np.array([_kernels.sigma_energy(stats.items, weight, preceded, p)
-                         for p in perms])
+    q = np.exp(
+        [
+            _kernels.stagewise_log_proposal(stats.items, weight, preceded, p)
+            for p in perms
+        ]
+    )
+    energies = np.array(
+        [_kernels.sigma_energy(stats.items, weight, preceded, p) for p in perms]
+    )
     exact = np.exp(-energies) / np.exp(-energies).sum()
     first = np.array([p[0] for p in perms])
     exact_first = [exact[first == i].sum() for i in range(3)]
@@ -272,9 +285,12 @@ def test_stagewise_without_data_is_uniform():
     sigma = np.array([2, 0, 3, 1], dtype=np.intp)
     log_q = _kernels.stagewise_log_proposal(stats.items, weight, preceded, sigma)
     assert_allclose(log_q, -np.log(24.0))
-    assert _kernels.mh_sigma_update(
-        stats.items, weight, preceded, sigma, np.random.PCG64(0)
-    ) == 1
+    assert (
+        _kernels.mh_sigma_update(
+            stats.items, weight, preceded, sigma, np.random.PCG64(0)
+        )
+        == 1
+    )
 
 
 THETA_CASES = [
@@ -294,13 +310,19 @@ def test_slice_theta_leaves_target_invariant(a, b, m, n_steps):
     rng = np.random.RandomState(10)
     start = ref.theta_sample_exact(4000, a, b, m, rng=rng)
     bit_generator = np.random.PCG64(10)
-    moved = np.array([
-        _kernels.slice_sample_theta(
-            np.array([x]), np.array([a]), np.array([b]), np.array([m], dtype=np.intp),
-            bit_generator, n_steps,
-        )[0]
-        for x in start
-    ])
+    moved = np.array(
+        [
+            _kernels.slice_sample_theta(
+                np.array([x]),
+                np.array([a]),
+                np.array([b]),
+                np.array([m], dtype=np.intp),
+                bit_generator,
+                n_steps,
+            )[0]
+            for x in start
+        ]
+    )
     assert np.all(moved >= 0)
     assert not np.array_equal(moved, start)
     pvalue = stats.kstest(moved, lambda x: ref.theta_cdf(x, a, b, m)).pvalue
@@ -327,7 +349,9 @@ def test_bit_generators_are_reproducible():
     chains = spawn_bit_generators(3, 2)
     again = spawn_bit_generators(3, 2)
     assert_array_equal(_uniform_wrapper(chains[0], 4), _uniform_wrapper(again[0], 4))
-    assert not np.array_equal(_uniform_wrapper(chains[0], 4), _uniform_wrapper(chains[1], 4))
+    assert not np.array_equal(
+        _uniform_wrapper(chains[0], 4), _uniform_wrapper(chains[1], 4)
+    )
     with pytest.raises(TypeError, match="BitGenerator"):
         _uniform_wrapper(object(), 3)
 
@@ -394,9 +418,12 @@ def test_transpositions_free_a_centre_where_independence_mh_stalls():
     candidates = [rng.permutation(n_items).astype(np.intp) for _ in range(300)]
     stuck = max(candidates, key=log_ratio)
     sigma = stuck.copy()
-    assert _kernels.mh_sigma_update(
-        stats.items, weight, preceded, sigma, np.random.PCG64(0), 200
-    ) == 0
+    assert (
+        _kernels.mh_sigma_update(
+            stats.items, weight, preceded, sigma, np.random.PCG64(0), 200
+        )
+        == 0
+    )
     _kernels.sigma_transposition_pass(
         stats.items, weight, preceded, sigma, np.random.PCG64(0), 100
     )

@@ -157,7 +157,11 @@ def test_paper_datasets_are_one_argument_away(dataset, t, theta_first, theta_las
 def test_mixture_recipe_matches_the_generating_model():
     # one cluster, centre fixed by a huge theta: rankings follow GM(centre, theta*)
     X, labels, centres = make_mallows_mixture(
-        n_clusters=1, n_per_cluster=20000, n_items=4, t=2, theta=[0.8, 0.3],
+        n_clusters=1,
+        n_per_cluster=20000,
+        n_items=4,
+        t=2,
+        theta=[0.8, 0.3],
         random_state=1,
     )
     table = ref.gm_pmf_table(centres[0], [0.8, 0.3], 2)

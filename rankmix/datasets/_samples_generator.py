@@ -125,7 +125,11 @@ def make_mallows_mixture(
     theta = defaults["theta"] if theta is None else theta
 
     sizes = np.broadcast_to(np.asarray(n_per_cluster), (n_clusters,))
-    if sizes.ndim != 1 or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 1).any():
+    if (
+        sizes.ndim != 1
+        or not np.issubdtype(sizes.dtype, np.integer)
+        or (sizes < 1).any()
+    ):
         raise ValueError(
             "n_per_cluster must be a positive int or n_clusters positive ints, "
             f"got {n_per_cluster!r}."
@@ -187,7 +191,9 @@ def _draw_centre(n_items, centre_theta, n_rankings, rng):
     sigma0 = rng.permutation(n_items).astype(np.intp)
     if n_rankings == 0:
         return sigma0
-    rankings = mallows.sample(sigma0, centre_theta, n_rankings, n_items, random_state=rng)
+    rankings = mallows.sample(
+        sigma0, centre_theta, n_rankings, n_items, random_state=rng
+    )
     stats = _kernels.ranking_statistics(rankings, np.arange(n_rankings), n_items)
     weight, preceded = _kernels.theta_weighted_statistics(
         stats, np.full(n_items, float(centre_theta))
