@@ -20,7 +20,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _dp_reference as dpr  # noqa: E402
 import _reference as ref  # noqa: E402
 
-
 # The case used by the package's sampler test (n = 4, T = 4).
 TARGET_X = np.array([[0, 1, 2, 3],
                      [0, 1, 3, 2],
