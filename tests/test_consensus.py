@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from rankmix._consensus import pairwise_vi, vi_consensus
 
 from rankmix import _consensus
+from rankmix._consensus import pairwise_vi, vi_consensus
 from rankmix.metrics import variation_of_information
 
 # dense_limit values that send every pair of the tests below through one path:

@@ -5,10 +5,10 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from rankmix._rng import _uniform_wrapper, as_bit_generator, spawn_bit_generators
 from scipy import stats
 
 from rankmix import _kernels
+from rankmix._rng import _uniform_wrapper, as_bit_generator, spawn_bit_generators
 
 from . import _reference as ref
 
