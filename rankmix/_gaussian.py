@@ -37,8 +37,9 @@ class DPGaussianClustering(BaseDPMixture):
     Each cluster is a Gaussian with unknown mean and covariance under the conjugate
     Normal-inverse-Wishart prior; a Dirichlet process prior lets the data choose the
     number of clusters. Means and covariances are integrated out, and the
-    clustering is sampled by collapsed Gibbs sweeps (Neal 2000, algorithm 3) and
-    exact split-merge moves (Dahl 2003), compiled and run with the GIL released.
+    clustering is sampled by collapsed Gibbs sweeps (Neal 2000, algorithm 3),
+    exact split-merge moves (Dahl 2003) and permutation-augmented moves (Liang,
+    Jordan & Taskar 2007), compiled and run with the GIL released.
 
     Parameters
     ----------
@@ -71,11 +72,25 @@ class DPGaussianClustering(BaseDPMixture):
         one-dimensional case.
     sampler : str, default="gibbs+split-merge"
         The moves of a sweep, joined by "+": "gibbs" (a collapsed Gibbs scan over
-        the points), "split-merge" (``n_split_merge`` SAMS proposals). Each move
-        leaves the exact posterior invariant; "split-merge" alone is also a valid
-        sampler, if a slow one for small changes. "permutation" (Liang et al.
-        2007) is accepted by validation but not implemented yet: fitting raises
-        ``NotImplementedError``.
+        the points), "split-merge" (``n_split_merge`` SAMS proposals),
+        "permutation" (one permutation-augmented move, Liang et al. 2007: a draw
+        over all the clusterings consistent with an ordering of the points, see
+        Notes). After burn-in each move leaves the exact posterior invariant, and
+        each alone is a valid sampler, if "split-merge" is a slow one for small
+        changes. During burn-in the permutation move hill-climbs with orderings
+        from random projections, which is not exact (those sweeps are discarded).
+    permutation_dp : {"beta", "exact"}, default="beta"
+        The permutation move after burn-in. "exact": a draw from p(C | pi, x) by
+        the dynamic program over (position, number of clusters), O(N^2) memory
+        and O(N^3) time per move, for small data sets. "beta": a
+        Metropolis-Hastings proposal from the paper's approximation of K! by
+        beta^K, computed with the beam of tolerance ``beam_tolerance`` (about
+        O(N) per move) and accepted or rejected with the exact ratio.
+    beam_tolerance : float, default=1e-32
+        epsilon of the beam (Liang et al., sec. 3.3): at each position the
+        smallest terms holding at most this fraction of the sum are pruned. 0
+        keeps every term (O(N^2) time and memory). Used by "beta" and by the
+        burn-in hill climbing.
     n_split_merge : int, default=10
         Split-merge proposals per sweep. A proposal costs about two predictive
         evaluations per point of the two clusters involved; measured on 10,000
@@ -198,6 +213,30 @@ class DPGaussianClustering(BaseDPMixture):
     ``alpha_prior`` = (a, b), alpha is resampled by Escobar & West's auxiliary
     variable eta ~ Beta(alpha + 1, N).
 
+    The permutation move augments the state with an ordering pi of the points,
+    p(pi | C) uniform over the |C|! prod_c |c|! orderings in which every cluster
+    is a run of consecutive positions. Given pi, the clusterings consistent with
+    it have
+
+    .. math::
+
+        p(C \\mid \\pi, x) \\propto \frac{\alpha^{|C|}}{|C|!}
+        \\prod_{c \\in C} \frac{m(c)}{|c|},
+
+    which a dynamic program over the positions sums and samples exactly
+    (``permutation_dp="exact"``). ``"beta"`` proposes from the same with |C|!
+    replaced by beta^|C|, whose factors are all per segment so that a beam of
+    the few best segment lengths at each position suffices, and accepts with
+    probability min(1, beta^K' K! / (beta^K K'!)); if the current clustering fell
+    out of the beam the proposal is rejected, which keeps the step exact. beta is
+    fixed after burn-in to exp Psi(Kbar + 1), Kbar the mean number of clusters in
+    the second half of burn-in. After burn-in pi is drawn uniformly given C, so
+    the move leaves the posterior invariant. During burn-in pi is instead
+    sorted along a random direction (clusters by their mean, points within a
+    cluster), and C is drawn proportionally to p(C, x) over the clusterings
+    consistent with pi: the paper's stochastic hill climbing, fast at finding
+    good clusterings but not a valid MCMC step.
+
     Default prior. scikit-learn's BayesianGaussianMixture takes m_0 = data mean,
     nu_0 = d and Psi_0 = the empirical covariance, so a priori a cluster's
     precision has mean d times the data's: with d = 1 a cluster is expected to be
@@ -239,6 +278,9 @@ class DPGaussianClustering(BaseDPMixture):
     K. P. Murphy. Conjugate Bayesian analysis of the Gaussian distribution.
     Technical note, 2007.
 
+    P. Liang, M. I. Jordan and B. Taskar. A permutation-augmented sampler for DP
+    mixture models. ICML 2007.
+
     Examples
     --------
     >>> from sklearn.datasets import make_blobs
@@ -260,6 +302,8 @@ class DPGaussianClustering(BaseDPMixture):
         "covariance_prior": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "covariance_type": [StrOptions({"full", "diag"})],
         "sampler": [StrOptions(_SAMPLERS)],
+        "permutation_dp": [StrOptions({"beta", "exact"})],
+        "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
         "n_split_merge": [Interval(Integral, 0, None, closed="left")],
         "alpha_prior": ["array-like", None],
         "init_clusters": [Interval(Integral, 1, None, closed="left")],
@@ -275,6 +319,8 @@ class DPGaussianClustering(BaseDPMixture):
         covariance_prior=None,
         covariance_type="full",
         sampler="gibbs+split-merge",
+        permutation_dp="beta",
+        beam_tolerance=1e-32,
         n_split_merge=10,
         alpha_prior=None,
         init_clusters=20,
@@ -302,6 +348,8 @@ class DPGaussianClustering(BaseDPMixture):
         self.covariance_prior = covariance_prior
         self.covariance_type = covariance_type
         self.sampler = sampler
+        self.permutation_dp = permutation_dp
+        self.beam_tolerance = beam_tolerance
         self.n_split_merge = n_split_merge
         self.alpha_prior = alpha_prior
         self.init_clusters = init_clusters
@@ -310,11 +358,6 @@ class DPGaussianClustering(BaseDPMixture):
 
     def _prepare(self, X):
         moves = self.sampler.split("+")
-        if "permutation" in moves:
-            raise NotImplementedError(
-                "The permutation-augmented sampler (Liang et al. 2007) is planned but "
-                "not implemented yet; use sampler='gibbs+split-merge'."
-            )
         if moves == ["split-merge"] and self.n_split_merge == 0:
             raise ValueError(
                 "sampler='split-merge' with n_split_merge=0 would never move; "
@@ -412,12 +455,15 @@ class DPGaussianClustering(BaseDPMixture):
         moves = self.sampler.split("+")
         gibbs = "gibbs" in moves
         n_split_merge = self.n_split_merge if "split-merge" in moves else 0
+        permutation = self.permutation_dp if "permutation" in moves else None
         alpha, alpha_prior, init_clusters = float(self.alpha), self._alpha_prior, self.init_clusters
+        beam_tolerance, burn_in = float(self.beam_tolerance), self.burn_in
 
         def make_chain(bit_generator):
             return GaussianChain(
                 X, model, alpha, gibbs, n_split_merge, alpha_prior, init_clusters,
-                bit_generator,
+                bit_generator, permutation=permutation, beam_tolerance=beam_tolerance,
+                burn_in=burn_in,
             )
 
         return make_chain

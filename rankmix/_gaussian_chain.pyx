@@ -15,7 +15,8 @@ GIL for all its work:
    or a new cluster with probability proportional to alpha p(x);
 3. after a Gibbs scan, every cluster's factor is recomputed from its members, so
    that the round-off of the downdates never outlives a sweep;
-4. optionally, alpha | K by Escobar & West (1995)'s auxiliary-variable step.
+4. optionally, one permutation-augmented move (Liang, Jordan & Taskar 2007), below;
+5. optionally, alpha | K by Escobar & West (1995)'s auxiliary-variable step.
 
 Clusters live in slots of one growable array of states, reused when a cluster
 empties, so no relabelling pass over the data is ever needed.
@@ -40,12 +41,44 @@ Metropolis-Hastings ratios are
 
 with m the cluster marginal likelihood. Both leave the posterior invariant, and
 together they can reach every clustering, so split-merge alone is a valid sampler.
+
+Permutation move (Liang et al. 2007). The state is augmented with an ordering pi
+of the points; a clustering is consistent with pi when its clusters are runs of
+consecutive positions. The move draws pi given the clustering C, then a new
+clustering among the 2^(N - 1) consistent with pi by the dynamic program of
+``_permutation`` (segment statistics built by ``state_add``, one O(d^2) update per
+point and open segment). After burn-in it is exact:
+
+* pi is uniform on Pi(C) (eq. 3): a uniform order of the clusters, and of the
+  points within each cluster;
+* ``"exact"``: C' ~ p(C' | pi, x) proportional to A(|C'|) prod_c B(c) (eq. 4),
+  A(K) = alpha^K / K!, B(c) = m(c) / |c|, by the O(N^2)-space table over (r, K):
+  a blocked Gibbs step of the augmented chain;
+* ``"beta"``: C' is proposed from q_beta (eq. 5 and 6), which replaces K! by
+  beta^K so that every factor is per segment, by the beam pass with tolerance
+  epsilon (sec. 3.3; epsilon = 0 is the full pass), and accepted with probability
+  min(1, p(C', pi, x) q(C) / (p(C, pi, x) q(C'))). The segment factors cancel and
+  the ratio is beta^K' / K'! * K! / beta^K. If the current clustering's path was
+  pruned from the beam, q(C) = 0 and the proposal is rejected (counted in
+  ``permutation_counts["pruned"]``): the beam depends on pi and x only, so it is
+  an independence proposal given pi and the step stays exact. beta is fixed
+  after burn-in to exp Psi(Kbar + 1), Kbar the mean number of clusters over the
+  second half of burn-in (the tangent of log K! there; the paper adapts it during
+  burn-in and then fixes it), so the proposal does not depend on the state.
+
+During the first ``burn_in`` sweeps (the chain counts its own sweeps) the move is
+instead the paper's stochastic hill climbing (sec. 4.2): pi comes from a random
+projection u (clusters sorted by u . m_n, points within a cluster by u . x) and C'
+is drawn with probability proportional to p(C', x) 1[pi in Pi(C')], whose factors
+alpha Gamma(|c|) m(c) are per segment, by the beam pass. p(pi | C) of a projection
+order is not computable, so this step does NOT leave the posterior invariant: it
+only ever runs during burn-in, whose draws the engine discards.
 """
 
 import numpy as np
 
 from libc.math cimport INFINITY, exp, lgamma, log, log1p
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
@@ -54,11 +87,22 @@ from ._gaussian_kernels cimport (
     state_log_kernel, state_log_marginal, state_rebuild, state_refresh,
     state_remove,
 )
+from ._permutation cimport SegmentDP, SegmentModel, digamma
 from ._rng cimport bitgen_pointer, uniform, uniform_index
 
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
     double random_standard_gamma(bitgen_t *bitgen_state, double shape) nogil
+    double random_standard_normal(bitgen_t *bitgen_state) nogil
+
+# The permutation move's variants after burn-in (``permutation`` argument).
+cdef enum:
+    PERMUTATION_NONE = 0
+    PERMUTATION_EXACT = 1
+    PERMUTATION_BETA = 2
+
+_PERMUTATION_MODES = {None: PERMUTATION_NONE, "exact": PERMUTATION_EXACT,
+                      "beta": PERMUTATION_BETA}
 
 
 cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
@@ -78,6 +122,48 @@ cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) n
     else:
         log_a[0] = -log1p(exp(diff))
         log_b[0] = diff + log_a[0]
+
+
+# -- the NIW family as a segment model of the permutation DP -----------------------------
+
+
+cdef struct NIWSegments:
+    const NIW* p
+    const double* X     # (N, d)
+    double* work        # (d,) scratch
+
+
+cdef void _niw_reset(void* context, double* state) noexcept nogil:
+    cdef NIWSegments* c = <NIWSegments*> context
+    memcpy(state, c.p.prior, c.p.width * sizeof(double))
+
+
+cdef void _niw_add(void* context, double* state, intp_t point) noexcept nogil:
+    cdef NIWSegments* c = <NIWSegments*> context
+    state_add(c.p, state, c.X + point * c.p.d, c.work)
+
+
+cdef double _niw_log_marginal(void* context, const double* state) noexcept nogil:
+    return state_log_marginal((<NIWSegments*> context).p, state)
+
+
+cdef struct ProjectionRecord:
+    double cluster_key   # u . m_n of the point's cluster
+    intp_t cluster       # its slot, to break ties between clusters
+    double key           # u . x
+    intp_t point
+
+
+cdef int _compare_projections(const void* a, const void* b) noexcept nogil:
+    cdef const ProjectionRecord* x = <const ProjectionRecord*> a
+    cdef const ProjectionRecord* y = <const ProjectionRecord*> b
+    if x.cluster_key != y.cluster_key:
+        return -1 if x.cluster_key < y.cluster_key else 1
+    if x.cluster != y.cluster:
+        return -1 if x.cluster < y.cluster else 1
+    if x.key != y.key:
+        return -1 if x.key < y.key else 1
+    return -1 if x.point < y.point else (1 if x.point > y.point else 0)
 
 
 cdef class GaussianChain:
@@ -101,6 +187,15 @@ cdef class GaussianChain:
         Number of clusters of the random initial clustering.
     bit_generator : numpy.random.BitGenerator
         This chain's own random stream.
+    permutation : {None, "exact", "beta"}, default=None
+        The permutation move's variant after burn-in (module docstring); None runs
+        no permutation move.
+    beam_tolerance : float, default=1e-32
+        epsilon of the beam (``"beta"`` and the burn-in hill climbing); 0 keeps
+        every segment.
+    burn_in : int, default=0
+        Sweeps during which the permutation move hill-climbs with random
+        projections; the chain counts its sweeps, so the engine need not tell it.
     """
 
     cdef object bit_generator
@@ -129,16 +224,38 @@ cdef class GaussianChain:
     cdef intp_t* member_start  # (capacity + 1,)
 
     # scratch
-    cdef double* work          # (d * d + 2 d,)
+    cdef double* work          # (d * d + 3 d,); the last d: the projection direction
     cdef intp_t* members       # (N,)
     cdef char* side            # (N,) split-merge: 1 if the point goes with i
     cdef double* state_a       # (W,) split-merge: i's side
     cdef double* state_b       # (W,) split-merge: j's side
     cdef double* state_m       # (W,) split-merge: the merged cluster
 
+    # permutation move
+    cdef int permutation
+    cdef double beam_tolerance
+    cdef public intp_t burn_in
+    cdef public intp_t n_sweeps_done
+    cdef public double permutation_beta     # beta after burn-in (nan until fixed)
+    cdef double k_sum
+    cdef intp_t k_count
+    cdef SegmentDP dp
+    cdef NIWSegments segments
+    cdef SegmentModel segment_model
+    cdef intp_t* order         # (N,) the ordering pi
+    cdef intp_t* ends_old      # (N,) the current clustering's segment ends along pi
+    cdef intp_t* ends_new      # (N,) the drawn clustering's
+    cdef double* log_size      # (N + 1,)
+    cdef double* log_A         # (N + 1,)
+    cdef ProjectionRecord* records  # (N,)
+    cdef intp_t n_perm, n_perm_accepted, n_perm_pruned
+    cdef public double permutation_beam_width   # mean |M_r| of the last beam pass
+    cdef public object permutation_counts
+
     def __init__(
         self, const double[:, ::1] X, NIWModel model, double alpha, bint gibbs,
         intp_t n_split_merge, alpha_prior, intp_t init_clusters, bit_generator,
+        permutation=None, double beam_tolerance=1e-32, intp_t burn_in=0,
     ):
         cdef intp_t i, n_init
         self.X = X
@@ -160,7 +277,7 @@ cdef class GaussianChain:
         self.labels = np.empty(self.N, dtype=np.intp)
         self.log_prior_predictive = model.log_predictive(model.empty_state(), np.asarray(X))
 
-        self.work = <double*> malloc((self.d * self.d + 2 * self.d) * sizeof(double))
+        self.work = <double*> malloc((self.d * self.d + 3 * self.d) * sizeof(double))
         self.members = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
         self.side = <char*> malloc(max(self.N, 1) * sizeof(char))
         self.state_a = <double*> malloc(self.W * sizeof(double))
@@ -168,6 +285,33 @@ cdef class GaussianChain:
         self.state_m = <double*> malloc(self.W * sizeof(double))
         if (self.work == NULL or self.members == NULL or self.side == NULL
                 or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
+            raise MemoryError("could not allocate the chain's work arrays")
+        if permutation not in _PERMUTATION_MODES:
+            raise ValueError(f"permutation must be None, 'exact' or 'beta', got {permutation!r}")
+        if not 0.0 <= beam_tolerance < 1.0:
+            raise ValueError(f"beam_tolerance must be in [0, 1), got {beam_tolerance}")
+        self.permutation = _PERMUTATION_MODES[permutation]
+        self.beam_tolerance = beam_tolerance
+        self.burn_in = burn_in
+        self.n_sweeps_done = 0
+        self.permutation_beta = float("nan")
+        self.dp = SegmentDP()
+        self.segments.p = self.p
+        self.segments.X = &X[0, 0] if self.N > 0 else NULL
+        self.segments.work = self.work
+        self.segment_model.context = &self.segments
+        self.segment_model.width = self.W
+        self.segment_model.reset = _niw_reset
+        self.segment_model.add = _niw_add
+        self.segment_model.log_marginal = _niw_log_marginal
+        self.order = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
+        self.ends_old = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
+        self.ends_new = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
+        self.log_size = <double*> malloc((self.N + 1) * sizeof(double))
+        self.log_A = <double*> malloc((self.N + 1) * sizeof(double))
+        self.records = <ProjectionRecord*> malloc(max(self.N, 1) * sizeof(ProjectionRecord))
+        if (self.order == NULL or self.ends_old == NULL or self.ends_new == NULL
+                or self.log_size == NULL or self.log_A == NULL or self.records == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
         self.capacity = 0
         self._grow(max(2 * init_clusters, 16))
@@ -182,6 +326,8 @@ cdef class GaussianChain:
         free(self.states); free(self.log_prob); free(self.member_start)
         free(self.work); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
+        free(self.order); free(self.ends_old); free(self.ends_new)
+        free(self.log_size); free(self.log_A); free(self.records)
 
     # -- slots ---------------------------------------------------------------
 
@@ -432,6 +578,139 @@ cdef class GaussianChain:
             self._close_slot(cj)
         return 0
 
+    cdef intp_t _uniform_order(self) noexcept nogil:
+        """pi uniform on Pi(C) (eq. 3) into ``order``; C's segment ends into ``ends_old``.
+
+        Returns K. ``ends_new`` is used as scratch for the order of the clusters.
+        """
+        cdef intp_t a, c, k, r, t, lo, n, pos = 0, K = self.n_active
+        cdef intp_t* clusters = self.ends_new
+        self._group_members()
+        for a in range(K):
+            clusters[a] = self.active[a]
+        for r in range(K - 1, 0, -1):
+            t = uniform_index(self.rng, r + 1)
+            c = clusters[r]
+            clusters[r] = clusters[t]
+            clusters[t] = c
+        for a in range(K):
+            c = clusters[a]
+            lo = self.member_start[c]
+            n = self.member_start[c + 1] - lo
+            memcpy(self.order + pos, self.members + lo, n * sizeof(intp_t))
+            for r in range(n - 1, 0, -1):
+                t = uniform_index(self.rng, r + 1)
+                k = self.order[pos + r]
+                self.order[pos + r] = self.order[pos + t]
+                self.order[pos + t] = k
+            pos += n
+            self.ends_old[a] = pos
+        return K
+
+    cdef intp_t _projection_order(self) noexcept nogil:
+        """pi from a random projection (sec. 4.2) into ``order``; returns K.
+
+        Clusters sorted by u . m_n, points within a cluster by u . x, for u a
+        random direction (a standard normal vector: its direction is uniform, and
+        the order does not depend on its length).
+        """
+        cdef intp_t i, j, c, K = 0
+        cdef double* u = self.work + self.d * self.d + 2 * self.d   # (d,) the direction
+        cdef double* s
+        cdef double key
+        cdef const double* x
+        for j in range(self.d):
+            u[j] = random_standard_normal(self.rng)
+        for i in range(self.N):
+            c = self.labels[i]
+            s = self._state(c)
+            x = self._x(i)
+            key = 0.0
+            for j in range(self.d):
+                key += u[j] * s[S_MEAN + j]
+            self.records[i].cluster_key = key
+            self.records[i].cluster = c
+            key = 0.0
+            for j in range(self.d):
+                key += u[j] * x[j]
+            self.records[i].key = key
+            self.records[i].point = i
+        qsort(self.records, self.N, sizeof(ProjectionRecord), _compare_projections)
+        for i in range(self.N):
+            self.order[i] = self.records[i].point
+            if i > 0 and self.records[i].cluster != self.records[i - 1].cluster:
+                self.ends_old[K] = i
+                K += 1
+        self.ends_old[K] = self.N
+        return K + 1
+
+    cdef int _permutation_move(self) except -1 nogil:
+        """One permutation-augmented move (module docstring)."""
+        cdef bint burning = self.n_sweeps_done < self.burn_in, accept = True
+        cdef intp_t m, k, K_old, K_new
+        cdef double log_alpha = log(self.alpha), log_beta, log_ratio
+        if burning:
+            K_old = self._projection_order()
+            for m in range(1, self.N + 1):
+                self.log_size[m] = log_alpha + lgamma(<double> m)
+            self.dp.beam_forward(&self.segment_model, self.order, self.N, self.log_size,
+                                 self.beam_tolerance)
+            self.permutation_beam_width = self.dp.mean_beam_width()
+            K_new = self.dp.sample(self.rng, self.ends_new)
+        else:
+            K_old = self._uniform_order()
+            self.n_perm += 1
+            if self.permutation == PERMUTATION_EXACT:
+                for m in range(1, self.N + 1):
+                    self.log_size[m] = -log(<double> m)
+                    self.log_A[m] = m * log_alpha - lgamma(m + 1.0)
+                self.dp.exact_forward(&self.segment_model, self.order, self.N,
+                                      self.log_size, self.log_A)
+                K_new = self.dp.sample(self.rng, self.ends_new)
+            else:
+                if self.permutation_beta != self.permutation_beta:   # nan: fix it now
+                    self.permutation_beta = exp(digamma(
+                        (self.k_sum / self.k_count if self.k_count > 0 else K_old) + 1.0))
+                log_beta = log(self.permutation_beta)
+                for m in range(1, self.N + 1):
+                    self.log_size[m] = log_alpha - log_beta - log(<double> m)
+                self.dp.beam_forward(&self.segment_model, self.order, self.N,
+                                     self.log_size, self.beam_tolerance)
+                self.permutation_beam_width = self.dp.mean_beam_width()
+                K_new = self.dp.sample(self.rng, self.ends_new)
+                if self.dp.log_prob(self.ends_old, K_old) == -INFINITY:
+                    self.n_perm_pruned += 1
+                    accept = False
+                else:
+                    log_ratio = ((K_new - K_old) * log_beta
+                                 - lgamma(K_new + 1.0) + lgamma(K_old + 1.0))
+                    accept = log_ratio >= 0.0 or log(uniform(self.rng)) < log_ratio
+            if accept:
+                self.n_perm_accepted += 1
+        if not accept:
+            return 0
+        if K_new == K_old:
+            for k in range(K_new):
+                if self.ends_new[k] != self.ends_old[k]:
+                    break
+            else:
+                return 0   # the same clustering
+        self._apply_segments(K_new)
+        return 0
+
+    cdef int _apply_segments(self, intp_t K) except -1 nogil:
+        """The clustering of the segments ``ends_new[:K]`` of ``order`` becomes the state."""
+        cdef intp_t k, r, c, prev = 0
+        while self.n_active > 0:
+            self._close_slot(self.active[self.n_active - 1])
+        for k in range(K):
+            c = self._open_slot()
+            for r in range(prev, self.ends_new[k]):
+                self.labels[self.order[r]] = c
+            prev = self.ends_new[k]
+        self._rebuild_all()
+        return 0
+
     cdef void _update_alpha(self) noexcept nogil:
         """alpha | K, N under a Gamma(a, b) prior (Escobar & West 1995, sec. 6).
 
@@ -489,8 +768,15 @@ cdef class GaussianChain:
         if self.gibbs:
             self._gibbs_scan()
             self._rebuild_all()
+        if self.permutation != PERMUTATION_NONE:
+            self._permutation_move()
         if self.sample_alpha:
             self._update_alpha()
+        # beta of the "beta" variant: the mean K over the second half of burn-in
+        if self.n_sweeps_done < self.burn_in and 2 * self.n_sweeps_done >= self.burn_in - 1:
+            self.k_sum += self.n_active
+            self.k_count += 1
+        self.n_sweeps_done += 1
         return 0
 
     # -- Python interface ------------------------------------------------------------
@@ -509,10 +795,55 @@ cdef class GaussianChain:
             "split_proposed": self.n_split, "split_accepted": self.n_split_accepted,
             "merge_proposed": self.n_merge, "merge_accepted": self.n_merge_accepted,
         }
+        # after burn-in only: proposed, accepted, rejected because q(C) = 0 (pruned)
+        self.permutation_counts = {
+            "proposed": self.n_perm, "accepted": self.n_perm_accepted,
+            "pruned": self.n_perm_pruned,
+        }
 
     @property
     def n_clusters(self):
         return self.n_active
+
+    @property
+    def in_burn_in(self):
+        """True while the next sweep is a burn-in sweep (random-projection orders)."""
+        return self.n_sweeps_done < self.burn_in
+
+    def permutation_conditional(self, order, clusterings, variant="exact", double beta=1.0,
+                                double epsilon=0.0):
+        """Run the permutation DP of this chain's model on ``order`` (for tests).
+
+        ``variant="exact"``: the pass over (r, K) with A(K) = alpha^K / K!,
+        B(c) = m(c) / |c|; ``"beta"``: the beam pass with B'(c) = alpha m(c) /
+        (|c| beta). Returns the log normaliser, the log-probability of each
+        clustering of ``clusterings`` (given by its segment ends along ``order``)
+        and the mean beam width. The state is not changed.
+        """
+        cdef intp_t[::1] order_ = np.ascontiguousarray(order, dtype=np.intp)
+        cdef intp_t[::1] ends
+        cdef intp_t m
+        if order_.shape[0] != self.N or sorted(np.asarray(order_).tolist()) != list(range(self.N)):
+            raise ValueError("order must be a permutation of the points")
+        log_size = np.empty(self.N + 1)
+        log_A = np.empty(self.N + 1)
+        cdef double[::1] ls = log_size, la = log_A
+        for m in range(1, self.N + 1):
+            ls[m] = -log(<double> m)
+            la[m] = m * log(self.alpha) - lgamma(m + 1.0)
+            if variant == "beta":
+                ls[m] += log(self.alpha) - log(beta)
+        if variant == "exact":
+            self.dp.exact_forward(&self.segment_model, &order_[0], self.N, &ls[0], &la[0])
+        elif variant == "beta":
+            self.dp.beam_forward(&self.segment_model, &order_[0], self.N, &ls[0], epsilon)
+        else:
+            raise ValueError(f"unknown variant {variant!r}")
+        log_probs = np.empty(len(clusterings))
+        for k, c in enumerate(clusterings):
+            ends = np.ascontiguousarray(c, dtype=np.intp)
+            log_probs[k] = self.dp.log_prob(&ends[0], ends.shape[0])
+        return self.dp.log_norm, log_probs, self.dp.mean_beam_width()
 
     def snapshot(self):
         """The current state, clusters numbered by first appearance in the data.

@@ -471,7 +471,6 @@ def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
         (dict(alpha_prior=(1.0, 0.0)), ValueError, "alpha_prior"),
         (dict(init_clusters=0), ValueError, "init_clusters"),
         (dict(burn_in=10, n_iter=10), ValueError, "burn_in"),
-        (dict(sampler="gibbs+permutation"), NotImplementedError, "planned"),
     ],
 )
 def test_invalid_parameters_are_rejected_before_fitting(params, error, match):
