@@ -89,6 +89,9 @@ from ._gaussian_kernels cimport (
 )
 from ._permutation cimport SegmentDP, SegmentModel, digamma
 from ._rng cimport bitgen_pointer, uniform, uniform_index
+from ._slots cimport (
+    Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
+)
 
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
@@ -103,14 +106,6 @@ cdef enum:
 
 _PERMUTATION_MODES = {None: PERMUTATION_NONE, "exact": PERMUTATION_EXACT,
                       "beta": PERMUTATION_BETA}
-
-
-cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
-    cdef void* grown = realloc(pointer, size if size > 0 else 1)
-    if grown == NULL:
-        with gil:
-            raise MemoryError(f"could not allocate {size} bytes")
-    return grown
 
 
 cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
@@ -215,13 +210,9 @@ cdef class GaussianChain:
     cdef intp_t n_split, n_split_accepted, n_merge, n_merge_accepted
 
     # cluster slots
-    cdef intp_t capacity, n_active, n_free
-    cdef intp_t* active        # (capacity,) active slot ids
-    cdef intp_t* active_pos    # (capacity,) index of a slot in active, -1 if free
-    cdef intp_t* free_slots    # (capacity,) stack of free slot ids
+    cdef Slots slots           # which slots hold clusters (see _slots.pxd)
     cdef double* states        # (capacity, W)
     cdef double* log_prob      # (capacity + 1,) assignment scratch
-    cdef intp_t* member_start  # (capacity + 1,)
 
     # scratch
     cdef double* work          # (d * d + 3 d,); the last d: the projection direction
@@ -313,7 +304,6 @@ cdef class GaussianChain:
         if (self.order == NULL or self.ends_old == NULL or self.ends_new == NULL
                 or self.log_size == NULL or self.log_A == NULL or self.records == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
-        self.capacity = 0
         self._grow(max(2 * init_clusters, 16))
 
         n_init = max(1, min(init_clusters, self.N))
@@ -322,8 +312,8 @@ cdef class GaussianChain:
         self._count_split_merge()
 
     def __dealloc__(self):
-        free(self.active); free(self.active_pos); free(self.free_slots)
-        free(self.states); free(self.log_prob); free(self.member_start)
+        slots_free(&self.slots)
+        free(self.states); free(self.log_prob)
         free(self.work); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
         free(self.order); free(self.ends_old); free(self.ends_new)
@@ -333,44 +323,24 @@ cdef class GaussianChain:
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """Reallocate every per-slot array for ``capacity`` slots."""
-        cdef intp_t old = self.capacity, c
-        if capacity <= old:
+        if capacity <= self.slots.capacity:
             return 0
-        self.active = <intp_t*> _realloc(self.active, capacity * sizeof(intp_t))
-        self.active_pos = <intp_t*> _realloc(self.active_pos, capacity * sizeof(intp_t))
-        self.free_slots = <intp_t*> _realloc(self.free_slots, capacity * sizeof(intp_t))
-        self.states = <double*> _realloc(self.states, capacity * self.W * sizeof(double))
-        self.log_prob = <double*> _realloc(self.log_prob, (capacity + 1) * sizeof(double))
-        self.member_start = <intp_t*> _realloc(self.member_start, (capacity + 1) * sizeof(intp_t))
-        # New slots go on the free stack, lowest id on top.
-        for c in range(capacity - 1, old - 1, -1):
-            self.active_pos[c] = -1
-            self.free_slots[self.n_free] = c
-            self.n_free += 1
-        self.capacity = capacity
+        self.states = <double*> grow_array(self.states, capacity * self.W * sizeof(double))
+        self.log_prob = <double*> grow_array(self.log_prob, (capacity + 1) * sizeof(double))
+        slots_grow(&self.slots, capacity)
         return 0
 
     cdef intp_t _open_slot(self) except -1 nogil:
         """An empty cluster (the prior's state). May move ``states``: re-read pointers."""
         cdef intp_t c
-        if self.n_free == 0:
-            self._grow(2 * self.capacity)
-        self.n_free -= 1
-        c = self.free_slots[self.n_free]
-        self.active_pos[c] = self.n_active
-        self.active[self.n_active] = c
-        self.n_active += 1
+        if self.slots.n_free == 0:
+            self._grow(2 * self.slots.capacity)
+        c = slots_open(&self.slots)
         memcpy(self._state(c), self.p.prior, self.W * sizeof(double))
         return c
 
     cdef void _close_slot(self, intp_t c) noexcept nogil:
-        cdef intp_t q = self.active_pos[c], last = self.active[self.n_active - 1]
-        self.active[q] = last
-        self.active_pos[last] = q
-        self.n_active -= 1
-        self.active_pos[c] = -1
-        self.free_slots[self.n_free] = c
-        self.n_free += 1
+        slots_close(&self.slots, c)
 
     cdef inline double* _state(self, intp_t c) noexcept nogil:
         return self.states + c * self.W
@@ -382,31 +352,17 @@ cdef class GaussianChain:
 
     cdef void _group_members(self) noexcept nogil:
         """members[member_start[c]:member_start[c + 1]]: the points of slot c."""
-        cdef intp_t i, c
-        for c in range(self.capacity + 1):
-            self.member_start[c] = 0
-        for i in range(self.N):
-            self.member_start[self.labels[i] + 1] += 1
-        for c in range(self.capacity):
-            self.member_start[c + 1] += self.member_start[c]
-        for i in range(self.N):
-            c = self.labels[i]
-            self.members[self.member_start[c]] = i
-            self.member_start[c] += 1
-        # member_start[c] now holds the end of slot c: shift back to the starts.
-        for c in range(self.capacity, 0, -1):
-            self.member_start[c] = self.member_start[c - 1]
-        self.member_start[0] = 0
+        slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
     cdef int _rebuild_all(self) except -1 nogil:
         """Every active cluster's state afresh from its members (O(N d^2 + K d^3))."""
         cdef intp_t a, c
         self._group_members()
-        for a in range(self.n_active):
-            c = self.active[a]
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
             if state_rebuild(
-                self.p, self._state(c), &self.X[0, 0], self.members + self.member_start[c],
-                self.member_start[c + 1] - self.member_start[c], self.work,
+                self.p, self._state(c), &self.X[0, 0], self.members + self.slots.member_start[c],
+                self.slots.member_start[c + 1] - self.slots.member_start[c], self.work,
             ) < 0:
                 self._fail()
         return 0
@@ -452,31 +408,31 @@ cdef class GaussianChain:
                 self._rebuild_slot(c_old, i)
 
             high = -INFINITY
-            for a in range(self.n_active):
-                s = self._state(self.active[a])
+            for a in range(self.slots.n_active):
+                s = self._state(self.slots.active[a])
                 value = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
                 self.log_prob[a] = value
                 if value > high:
                     high = value
             value = log_alpha + self.log_prior_predictive[i]
-            self.log_prob[self.n_active] = value
+            self.log_prob[self.slots.n_active] = value
             if value > high:
                 high = value
             total = 0.0
-            for a in range(self.n_active + 1):
+            for a in range(self.slots.n_active + 1):
                 self.log_prob[a] = exp(self.log_prob[a] - high)
                 total += self.log_prob[a]
             u = uniform(self.rng) * total
-            choice = self.n_active
-            for a in range(self.n_active + 1):
+            choice = self.slots.n_active
+            for a in range(self.slots.n_active + 1):
                 u -= self.log_prob[a]
                 if u < 0.0:
                     choice = a
                     break
-            if choice == self.n_active:
+            if choice == self.slots.n_active:
                 c = self._open_slot()
             else:
-                c = self.active[choice]
+                c = self.slots.active[choice]
             state_add(self.p, self._state(c), x, self.work)
             self.labels[i] = c
         return 0
@@ -583,11 +539,11 @@ cdef class GaussianChain:
 
         Returns K. ``ends_new`` is used as scratch for the order of the clusters.
         """
-        cdef intp_t a, c, k, r, t, lo, n, pos = 0, K = self.n_active
+        cdef intp_t a, c, k, r, t, lo, n, pos = 0, K = self.slots.n_active
         cdef intp_t* clusters = self.ends_new
         self._group_members()
         for a in range(K):
-            clusters[a] = self.active[a]
+            clusters[a] = self.slots.active[a]
         for r in range(K - 1, 0, -1):
             t = uniform_index(self.rng, r + 1)
             c = clusters[r]
@@ -595,8 +551,8 @@ cdef class GaussianChain:
             clusters[t] = c
         for a in range(K):
             c = clusters[a]
-            lo = self.member_start[c]
-            n = self.member_start[c + 1] - lo
+            lo = self.slots.member_start[c]
+            n = self.slots.member_start[c + 1] - lo
             memcpy(self.order + pos, self.members + lo, n * sizeof(intp_t))
             for r in range(n - 1, 0, -1):
                 t = uniform_index(self.rng, r + 1)
@@ -701,8 +657,8 @@ cdef class GaussianChain:
     cdef int _apply_segments(self, intp_t K) except -1 nogil:
         """The clustering of the segments ``ends_new[:K]`` of ``order`` becomes the state."""
         cdef intp_t k, r, c, prev = 0
-        while self.n_active > 0:
-            self._close_slot(self.active[self.n_active - 1])
+        while self.slots.n_active > 0:
+            self._close_slot(self.slots.active[self.slots.n_active - 1])
         for k in range(K):
             c = self._open_slot()
             for r in range(prev, self.ends_new[k]):
@@ -719,7 +675,7 @@ cdef class GaussianChain:
         pi / (1 - pi) = (a + K - 1) / (N (b - log eta)).
         """
         cdef double eta, rate, odds, shape
-        cdef double a = self.alpha_shape, K = self.n_active
+        cdef double a = self.alpha_shape, K = self.slots.n_active
         eta = random_beta(self.rng, self.alpha + 1.0, <double> self.N)
         rate = self.alpha_rate - log(eta)
         odds = (a + K - 1.0) / (self.N * rate)
@@ -737,9 +693,9 @@ cdef class GaussianChain:
         """
         cdef intp_t a
         cdef double* s
-        cdef double value = self.n_active * log(self.alpha) + lgamma(self.alpha) - lgamma(self.alpha + self.N)
-        for a in range(self.n_active):
-            s = self._state(self.active[a])
+        cdef double value = self.slots.n_active * log(self.alpha) + lgamma(self.alpha) - lgamma(self.alpha + self.N)
+        for a in range(self.slots.n_active):
+            s = self._state(self.slots.active[a])
             value += lgamma(s[S_COUNT]) + state_log_marginal(self.p, s)
         if self.sample_alpha:
             value += (self.alpha_shape * log(self.alpha_rate) - lgamma(self.alpha_shape)
@@ -774,7 +730,7 @@ cdef class GaussianChain:
             self._update_alpha()
         # beta of the "beta" variant: the mean K over the second half of burn-in
         if self.n_sweeps_done < self.burn_in and 2 * self.n_sweeps_done >= self.burn_in - 1:
-            self.k_sum += self.n_active
+            self.k_sum += self.slots.n_active
             self.k_count += 1
         self.n_sweeps_done += 1
         return 0
@@ -803,7 +759,7 @@ cdef class GaussianChain:
 
     @property
     def n_clusters(self):
-        return self.n_active
+        return self.slots.n_active
 
     @property
     def in_burn_in(self):
@@ -867,7 +823,7 @@ cdef class GaussianChain:
         sizes : ndarray of shape (K,)
         """
         cdef intp_t i, c, k = 0
-        new_label = np.full(self.capacity, -1, dtype=np.intp)
+        new_label = np.full(self.slots.capacity, -1, dtype=np.intp)
         labels = np.empty(self.N, dtype=np.intp)
         order = []
         for i in range(self.N):
@@ -877,8 +833,8 @@ cdef class GaussianChain:
                 order.append(c)
                 k += 1
             labels[i] = new_label[c]
-        states = np.asarray(<double[:self.capacity * self.W]> self.states).reshape(
-            self.capacity, self.W)[order]
+        states = np.asarray(<double[:self.slots.capacity * self.W]> self.states).reshape(
+            self.slots.capacity, self.W)[order]
         return (labels, *describe_states(self.model, states), self.alpha,
                 states[:, S_COUNT].astype(np.intp))
 
@@ -910,9 +866,9 @@ cdef class GaussianChain:
 
     def cluster_states(self):
         """(K, width) copy of the active clusters' states, in slot order (for tests)."""
-        states = np.asarray(<double[:self.capacity * self.W]> self.states).reshape(
-            self.capacity, self.W)
-        return states[[self.active[a] for a in range(self.n_active)]].copy()
+        states = np.asarray(<double[:self.slots.capacity * self.W]> self.states).reshape(
+            self.slots.capacity, self.W)
+        return states[[self.slots.active[a] for a in range(self.slots.n_active)]].copy()
 
 
 def describe_states(NIWModel model, states):

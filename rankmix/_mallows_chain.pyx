@@ -31,20 +31,15 @@ from ._kernels cimport (
     theta_exact, transposition_pass, weighted_statistics,
 )
 from ._rng cimport bitgen_pointer, uniform, uniform_index
+from ._slots cimport (
+    Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
+)
 
 # Log-weight gap below which a candidate's probability is treated as 0 (see _assign).
 cdef double NEGLIGIBLE_LOG_RATIO = -50.0
 
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
-
-
-cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
-    cdef void* grown = realloc(pointer, size if size > 0 else 1)
-    if grown == NULL:
-        with gil:
-            raise MemoryError(f"could not allocate {size} bytes")
-    return grown
 
 
 cdef class MallowsChain:
@@ -88,10 +83,7 @@ cdef class MallowsChain:
     cdef public double log_joint
 
     # cluster slots
-    cdef intp_t capacity, n_active, n_free
-    cdef intp_t* active        # (capacity,) active slot ids
-    cdef intp_t* active_pos    # (capacity,) index of a slot in active, -1 if free
-    cdef intp_t* free_slots    # (capacity,) stack of free slot ids
+    cdef Slots slots           # which slots hold clusters (see _slots.pxd)
     cdef intp_t* size          # (capacity,)
     cdef double* log_size      # (capacity,) log of size, kept in step with it
     cdef intp_t* sigma         # (capacity, n)
@@ -117,7 +109,6 @@ cdef class MallowsChain:
     cdef intp_t* code          # (T,)
     cdef intp_t* old_code      # (T,)
     cdef intp_t* members       # (N,)
-    cdef intp_t* member_start  # (capacity + 1,)
     cdef intp_t* local         # (n,) all -1 between uses
     cdef intp_t* st_local      # (n,) stagewise scratch
     cdef intp_t* unranked      # (n,)
@@ -193,7 +184,6 @@ cdef class MallowsChain:
             self.local[j] = -1
         if beta_gibbs:
             self._make_ladders()
-        self.capacity = 0
         self._grow(max(2 * init_clusters, 16))
 
         n_init = max(1, min(init_clusters, self.N))
@@ -202,7 +192,7 @@ cdef class MallowsChain:
 
     def __dealloc__(self):
         statistics_free(&self.st)
-        free(self.active); free(self.active_pos); free(self.free_slots)
+        slots_free(&self.slots)
         free(self.size); free(self.log_size); free(self.sigma); free(self.position); free(self.theta)
         free(self.log_norm); free(self.code_sum); free(self.stage_count)
         free(self.beta_base); free(self.beta_lo); free(self.beta_hi)
@@ -212,7 +202,7 @@ cdef class MallowsChain:
         free(self.ladder); free(self.ladder_size); free(self.ladder_offset)
         free(self.ladder_a); free(self.ladder_b)
         free(self.log_prob); free(self.code); free(self.old_code)
-        free(self.members); free(self.member_start); free(self.local)
+        free(self.members); free(self.local)
         free(self.st_local); free(self.unranked); free(self.proposal)
         free(self.placed); free(self.taken); free(self.rho); free(self.weight)
         free(self.preceded); free(self.sums); free(self.stage_n); free(self.code_logw)
@@ -221,66 +211,45 @@ cdef class MallowsChain:
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """Reallocate every per-slot array for ``capacity`` slots."""
-        cdef intp_t old = self.capacity, c
+        cdef intp_t c, old = self.slots.capacity
         if capacity <= old:
             return 0
-        self.active = <intp_t*> _realloc(self.active, capacity * sizeof(intp_t))
-        self.active_pos = <intp_t*> _realloc(self.active_pos, capacity * sizeof(intp_t))
-        self.free_slots = <intp_t*> _realloc(self.free_slots, capacity * sizeof(intp_t))
-        self.size = <intp_t*> _realloc(self.size, capacity * sizeof(intp_t))
-        self.log_size = <double*> _realloc(self.log_size, capacity * sizeof(double))
-        self.sigma = <intp_t*> _realloc(self.sigma, capacity * self.n * sizeof(intp_t))
-        self.position = <intp_t*> _realloc(self.position, capacity * self.n * sizeof(intp_t))
-        self.theta = <double*> _realloc(self.theta, capacity * self.T * sizeof(double))
-        self.log_norm = <double*> _realloc(self.log_norm, capacity * (self.T + 1) * sizeof(double))
-        self.log_prob = <double*> _realloc(self.log_prob, (capacity + 1) * sizeof(double))
-        self.member_start = <intp_t*> _realloc(self.member_start, (capacity + 1) * sizeof(intp_t))
+        self.size = <intp_t*> grow_array(self.size, capacity * sizeof(intp_t))
+        self.log_size = <double*> grow_array(self.log_size, capacity * sizeof(double))
+        self.sigma = <intp_t*> grow_array(self.sigma, capacity * self.n * sizeof(intp_t))
+        self.position = <intp_t*> grow_array(self.position, capacity * self.n * sizeof(intp_t))
+        self.theta = <double*> grow_array(self.theta, capacity * self.T * sizeof(double))
+        self.log_norm = <double*> grow_array(self.log_norm, capacity * (self.T + 1) * sizeof(double))
+        self.log_prob = <double*> grow_array(self.log_prob, (capacity + 1) * sizeof(double))
         if self.beta_gibbs:
-            self.code_sum = <double*> _realloc(self.code_sum, capacity * self.T * sizeof(double))
-            self.stage_count = <double*> _realloc(self.stage_count, capacity * self.T * sizeof(double))
-            self.beta_base = <double*> _realloc(self.beta_base, capacity * self.T * sizeof(double))
-            self.beta_lo = <intp_t*> _realloc(self.beta_lo, capacity * self.T * sizeof(intp_t))
-            self.beta_hi = <intp_t*> _realloc(self.beta_hi, capacity * self.T * sizeof(intp_t))
-        # New slots go on the free stack, lowest id on top.
-        for c in range(capacity - 1, old - 1, -1):
-            self.active_pos[c] = -1
+            self.code_sum = <double*> grow_array(self.code_sum, capacity * self.T * sizeof(double))
+            self.stage_count = <double*> grow_array(self.stage_count, capacity * self.T * sizeof(double))
+            self.beta_base = <double*> grow_array(self.beta_base, capacity * self.T * sizeof(double))
+            self.beta_lo = <intp_t*> grow_array(self.beta_lo, capacity * self.T * sizeof(intp_t))
+            self.beta_hi = <intp_t*> grow_array(self.beta_hi, capacity * self.T * sizeof(intp_t))
+        for c in range(old, capacity):
             self.size[c] = 0
-            self.free_slots[self.n_free] = c
-            self.n_free += 1
-        self.capacity = capacity
+        slots_grow(&self.slots, capacity)
         return 0
 
     cdef intp_t _open_slot(self) except -1 nogil:
         cdef intp_t c
-        if self.n_free == 0:
-            self._grow(2 * self.capacity)
-        self.n_free -= 1
-        c = self.free_slots[self.n_free]
-        self.active_pos[c] = self.n_active
-        self.active[self.n_active] = c
-        self.n_active += 1
+        if self.slots.n_free == 0:
+            self._grow(2 * self.slots.capacity)
+        c = slots_open(&self.slots)
         self.size[c] = 0
         return c
 
     cdef void _open_slot_id(self, intp_t c) noexcept nogil:
         """Reopen slot c, which _close_slot just pushed on the free stack."""
-        self.n_free -= 1
-        self.active_pos[c] = self.n_active
-        self.active[self.n_active] = c
-        self.n_active += 1
+        slots_open(&self.slots)
 
     cdef inline void _resize(self, intp_t c, intp_t change) noexcept nogil:
         self.size[c] += change
         self.log_size[c] = log(<double> self.size[c]) if self.size[c] > 0 else -INFINITY
 
     cdef void _close_slot(self, intp_t c) noexcept nogil:
-        cdef intp_t p = self.active_pos[c], last = self.active[self.n_active - 1]
-        self.active[p] = last
-        self.active_pos[last] = p
-        self.n_active -= 1
-        self.active_pos[c] = -1
-        self.free_slots[self.n_free] = c
-        self.n_free += 1
+        slots_close(&self.slots, c)
 
     # -- per-cluster derived tables -------------------------------------------
 
@@ -342,7 +311,7 @@ cdef class MallowsChain:
         if size <= old:
             return self.ladder[m]
         grown = max(size, 2 * old, 1024)
-        self.ladder[m] = <double*> _realloc(self.ladder[m], grown * sizeof(double))
+        self.ladder[m] = <double*> grow_array(self.ladder[m], grown * sizeof(double))
         base = lgamma(offset)
         for k in range(old, grown):
             self.ladder[m][k] = lgamma(offset + k) - base
@@ -543,8 +512,8 @@ cdef class MallowsChain:
         its cluster), log_prob[n_active]: of a new cluster. Returns the maximum."""
         cdef intp_t a, c, c_old = self.labels[i]
         cdef double high = -INFINITY
-        for a in range(self.n_active):
-            c = self.active[a]
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
             if not self.beta_gibbs:
                 self.log_prob[a] = self.log_size[c] + self._gm_log_likelihood(i, c)
             elif c == c_old:
@@ -553,9 +522,9 @@ cdef class MallowsChain:
                 self.log_prob[a] = self.log_size[c] + self._beta_from_table(i, c)
             if self.log_prob[a] > high:
                 high = self.log_prob[a]
-        self.log_prob[self.n_active] = self.log_new[self.lengths[i]]
-        if self.log_prob[self.n_active] > high:
-            high = self.log_prob[self.n_active]
+        self.log_prob[self.slots.n_active] = self.log_new[self.lengths[i]]
+        if self.log_prob[self.slots.n_active] > high:
+            high = self.log_prob[self.slots.n_active]
         return high
 
     cdef int _assign(self) except -1 nogil:
@@ -569,7 +538,7 @@ cdef class MallowsChain:
             alive = self.size[c_old] > 0
             high = self._score(i)
             total = 0.0
-            for a in range(self.n_active + 1):
+            for a in range(self.slots.n_active + 1):
                 # A weight below exp(-50) of the largest one (which contributes 1)
                 # cannot change the total or the draw in double precision, even
                 # summed over 10^5 clusters: skip its exp.
@@ -579,18 +548,18 @@ cdef class MallowsChain:
                     self.log_prob[a] = exp(self.log_prob[a] - high)
                 total += self.log_prob[a]
             u = uniform(self.rng) * total
-            choice = self.n_active
-            for a in range(self.n_active + 1):
+            choice = self.slots.n_active
+            for a in range(self.slots.n_active + 1):
                 u -= self.log_prob[a]
                 if u < 0.0:
                     choice = a
                     break
 
-            if choice == self.n_active:
+            if choice == self.slots.n_active:
                 c = self._open_slot()
                 self._new_cluster(c, i)
             else:
-                c = self.active[choice]
+                c = self.slots.active[choice]
                 if self.beta_gibbs:
                     if c == c_old:
                         self._add_stats(c, i, self.old_code, 1.0)
@@ -610,21 +579,7 @@ cdef class MallowsChain:
 
     cdef void _group_members(self) noexcept nogil:
         """members[member_start[c]:member_start[c + 1]]: the rankings of slot c."""
-        cdef intp_t i, c, total = 0
-        for c in range(self.capacity + 1):
-            self.member_start[c] = 0
-        for i in range(self.N):
-            self.member_start[self.labels[i] + 1] += 1
-        for c in range(self.capacity):
-            self.member_start[c + 1] += self.member_start[c]
-        for i in range(self.N):
-            c = self.labels[i]
-            self.members[self.member_start[c]] = i
-            self.member_start[c] += 1
-        # member_start[c] now holds the end of slot c: shift back to the starts.
-        for c in range(self.capacity, 0, -1):
-            self.member_start[c] = self.member_start[c - 1]
-        self.member_start[0] = 0
+        slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
     cdef int _update_parameters(self) except -1 nogil:
         """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data."""
@@ -634,22 +589,22 @@ cdef class MallowsChain:
         cdef intp_t* pos
         cdef double* th
         self._group_members()
-        for a in range(self.n_active):
-            c = self.active[a]
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
             sig = self.sigma + c * self.n
             pos = self.position + c * self.n
             th = self.theta + c * self.T
             if self.beta_gibbs and self.size[c] == 1:
                 # Figure 5: a singleton's centre by Sample-sigma-N1, theta by (12).
-                self._sample_sigma_n1(c, self.members[self.member_start[c]])
+                self._sample_sigma_n1(c, self.members[self.slots.member_start[c]])
                 for j in range(self.T):
-                    self.code_sum[c * self.T + j] = self.code[j] if j < self.lengths[self.members[self.member_start[c]]] else 0.0
-                    self.stage_count[c * self.T + j] = 1.0 if j < self.lengths[self.members[self.member_start[c]]] else 0.0
+                    self.code_sum[c * self.T + j] = self.code[j] if j < self.lengths[self.members[self.slots.member_start[c]]] else 0.0
+                    self.stage_count[c * self.T + j] = 1.0 if j < self.lengths[self.members[self.slots.member_start[c]]] else 0.0
                 self._beta_theta(c)
                 self._refresh(c)
                 continue
             statistics_build(
-                &self.st, &self.X[0, 0], self.T, self.members + self.member_start[c],
+                &self.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
                 self.size[c], self.n, self.local,
             )
             D = self.st.n_ranked
@@ -698,13 +653,13 @@ cdef class MallowsChain:
     cdef double _compute_log_joint(self) noexcept nogil:
         """log p(c, sigma, theta, X) with the exact model (constants included)."""
         cdef intp_t a, c, i, j
-        cdef double value = self.n_active * log(self.alpha)
+        cdef double value = self.slots.n_active * log(self.alpha)
         cdef double* th
         for i in range(self.N):
             value -= log(self.alpha + i)
             value += self._gm_log_likelihood(i, self.labels[i])
-        for a in range(self.n_active):
-            c = self.active[a]
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
             th = self.theta + c * self.T
             value += lgamma(<double> self.size[c]) - self.log_n_factorial
             for j in range(self.T):
@@ -724,8 +679,8 @@ cdef class MallowsChain:
                 map_[k] = self._open_slot()
             self.labels[i] = map_[k]
             self._resize(map_[k], 1)
-        for a in range(self.n_active):
-            c = self.active[a]
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
             for j in range(self.T):
                 self.theta[c * self.T + j] = theta_exact(
                     self.nu * self.r[j], self.nu, self.n - 1 - j, self.rng)
@@ -757,7 +712,7 @@ cdef class MallowsChain:
 
     @property
     def n_clusters(self):
-        return self.n_active
+        return self.slots.n_active
 
     def snapshot(self):
         """The current state, clusters numbered by first appearance in the data.
@@ -770,7 +725,7 @@ cdef class MallowsChain:
         sizes : ndarray of shape (K,)
         """
         cdef intp_t i, j, c, k = 0
-        new_label = np.full(self.capacity, -1, dtype=np.intp)
+        new_label = np.full(self.slots.capacity, -1, dtype=np.intp)
         labels = np.empty(self.N, dtype=np.intp)
         order = []
         for i in range(self.N):
@@ -807,8 +762,8 @@ cdef class MallowsChain:
         with nogil:
             self._remove(i)
             self._score(i)
-        scores = {self.active[a]: self.log_prob[a] for a in range(self.n_active)}
-        new = self.log_prob[self.n_active]
+        scores = {self.slots.active[a]: self.log_prob[a] for a in range(self.slots.n_active)}
+        new = self.log_prob[self.slots.n_active]
         with nogil:
             if self.size[c_old] == 0:
                 self._open_slot_id(c_old)

@@ -50,6 +50,7 @@ from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
 from ._rng cimport bitgen_pointer, uniform
+from ._slots cimport grow_array
 
 
 cdef struct TermRecord:
@@ -65,14 +66,6 @@ cdef int _compare_terms(const void* a, const void* b) noexcept nogil:
         return 1
     # ties: by index, so that the order (and the beam) is deterministic
     return <int> ((<const TermRecord*> a).index - (<const TermRecord*> b).index)
-
-
-cdef void* _realloc(void* pointer, size_t size) except NULL nogil:
-    cdef void* grown = realloc(pointer, size if size > 0 else 1)
-    if grown == NULL:
-        with gil:
-            raise MemoryError(f"could not allocate {size} bytes")
-    return grown
 
 
 cdef double digamma(double x) noexcept nogil:
@@ -125,15 +118,15 @@ cdef class SegmentDP:
     cdef int _reserve(self, intp_t N, intp_t width) except -1 nogil:
         cdef intp_t n = max(N, 1)
         if n > self.n_capacity:
-            self.g = <double*> _realloc(self.g, (n + 1) * sizeof(double))
-            self.kept_start = <intp_t*> _realloc(self.kept_start, (n + 2) * sizeof(intp_t))
-            self.active_start = <intp_t*> _realloc(self.active_start, n * sizeof(intp_t))
-            self.term = <double*> _realloc(self.term, (n + 1) * sizeof(double))
-            self.sort_buffer = _realloc(self.sort_buffer, n * sizeof(TermRecord))
-            self.keep = <char*> _realloc(self.keep, n * sizeof(char))
-            self.log_A = <double*> _realloc(self.log_A, (n + 1) * sizeof(double))
+            self.g = <double*> grow_array(self.g, (n + 1) * sizeof(double))
+            self.kept_start = <intp_t*> grow_array(self.kept_start, (n + 2) * sizeof(intp_t))
+            self.active_start = <intp_t*> grow_array(self.active_start, n * sizeof(intp_t))
+            self.term = <double*> grow_array(self.term, (n + 1) * sizeof(double))
+            self.sort_buffer = grow_array(self.sort_buffer, n * sizeof(TermRecord))
+            self.keep = <char*> grow_array(self.keep, n * sizeof(char))
+            self.log_A = <double*> grow_array(self.log_A, (n + 1) * sizeof(double))
         if n > self.n_capacity or width > self.width_capacity:
-            self.states = <double*> _realloc(
+            self.states = <double*> grow_array(
                 self.states, n * max(width, self.width_capacity) * sizeof(double))
             self.width_capacity = max(width, self.width_capacity)
         self.n_capacity = max(n, self.n_capacity)
@@ -143,8 +136,8 @@ cdef class SegmentDP:
         if size <= self.kept_capacity:
             return 0
         size = max(size, 2 * self.kept_capacity)
-        self.kept_m = <intp_t*> _realloc(self.kept_m, size * sizeof(intp_t))
-        self.kept_term = <double*> _realloc(self.kept_term, size * sizeof(double))
+        self.kept_m = <intp_t*> grow_array(self.kept_m, size * sizeof(intp_t))
+        self.kept_term = <double*> grow_array(self.kept_term, size * sizeof(double))
         self.kept_capacity = size
         return 0
 
@@ -251,8 +244,8 @@ cdef class SegmentDP:
         cdef double* st
         self._reserve(N, W)
         if n1 * n1 > self.table_capacity:
-            self.table_g = <double*> _realloc(self.table_g, n1 * n1 * sizeof(double))
-            self.table_b = <double*> _realloc(self.table_b, n1 * n1 * sizeof(double))
+            self.table_g = <double*> grow_array(self.table_g, n1 * n1 * sizeof(double))
+            self.table_b = <double*> grow_array(self.table_b, n1 * n1 * sizeof(double))
             self.table_capacity = n1 * n1
         self.N = N
         self.exact = True
