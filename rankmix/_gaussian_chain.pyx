@@ -88,7 +88,7 @@ from ._gaussian_kernels cimport (
     state_remove,
 )
 from ._permutation cimport SegmentDP, SegmentModel, digamma
-from ._rng cimport bitgen_pointer, uniform, uniform_index
+from ._rng cimport bitgen_pointer, draw_from_logs, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
@@ -394,7 +394,6 @@ cdef class GaussianChain:
     cdef int _gibbs_scan(self) except -1 nogil:
         """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
         cdef intp_t i, a, c, c_old, choice
-        cdef double high, total, u, value
         cdef double log_alpha = log(self.alpha)
         cdef const double* x
         cdef double* s
@@ -407,28 +406,11 @@ cdef class GaussianChain:
             elif state_remove(self.p, s, x, self.work) < 0:
                 self._rebuild_slot(c_old, i)
 
-            high = -INFINITY
             for a in range(self.slots.n_active):
                 s = self._state(self.slots.active[a])
-                value = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
-                self.log_prob[a] = value
-                if value > high:
-                    high = value
-            value = log_alpha + self.log_prior_predictive[i]
-            self.log_prob[self.slots.n_active] = value
-            if value > high:
-                high = value
-            total = 0.0
-            for a in range(self.slots.n_active + 1):
-                self.log_prob[a] = exp(self.log_prob[a] - high)
-                total += self.log_prob[a]
-            u = uniform(self.rng) * total
-            choice = self.slots.n_active
-            for a in range(self.slots.n_active + 1):
-                u -= self.log_prob[a]
-                if u < 0.0:
-                    choice = a
-                    break
+                self.log_prob[a] = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
+            self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
+            choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
             if choice == self.slots.n_active:
                 c = self._open_slot()
             else:

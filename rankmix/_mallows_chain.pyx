@@ -30,13 +30,10 @@ from ._kernels cimport (
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, transposition_pass, weighted_statistics,
 )
-from ._rng cimport bitgen_pointer, uniform, uniform_index
+from ._rng cimport bitgen_pointer, draw_from_logs, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
-
-# Log-weight gap below which a candidate's probability is treated as 0 (see _assign).
-cdef double NEGLIGIBLE_LOG_RATIO = -50.0
 
 cdef extern from "numpy/random/distributions.h":
     double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
@@ -430,19 +427,7 @@ cdef class MallowsChain:
 
     cdef intp_t _draw_code(self, intp_t top) noexcept nogil:
         """A code in 0..top-1 with P(k) proportional to exp(code_logw[k])."""
-        cdef intp_t k
-        cdef double high = -INFINITY, total = 0.0, u
-        for k in range(top):
-            if self.code_logw[k] > high:
-                high = self.code_logw[k]
-        for k in range(top):
-            total += exp(self.code_logw[k] - high)
-        u = uniform(self.rng) * total
-        for k in range(top):
-            u -= exp(self.code_logw[k] - high)
-            if u < 0.0:
-                return k
-        return top - 1
+        return draw_from_logs(self.code_logw, top, self.rng)
 
     cdef int _new_cluster(self, intp_t c, intp_t i) except -1 nogil:
         """Parameters of a new cluster given its one ranking pi_i (module docstring)."""
@@ -529,32 +514,14 @@ cdef class MallowsChain:
 
     cdef int _assign(self) except -1 nogil:
         """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
-        cdef intp_t i, a, c, c_old, choice, j
-        cdef double high, total, u
+        cdef intp_t i, c, c_old, choice, j
         cdef bint alive
         for i in range(self.N):
             c_old = self.labels[i]
             self._remove(i)
             alive = self.size[c_old] > 0
-            high = self._score(i)
-            total = 0.0
-            for a in range(self.slots.n_active + 1):
-                # A weight below exp(-50) of the largest one (which contributes 1)
-                # cannot change the total or the draw in double precision, even
-                # summed over 10^5 clusters: skip its exp.
-                if self.log_prob[a] - high < NEGLIGIBLE_LOG_RATIO:
-                    self.log_prob[a] = 0.0
-                else:
-                    self.log_prob[a] = exp(self.log_prob[a] - high)
-                total += self.log_prob[a]
-            u = uniform(self.rng) * total
-            choice = self.slots.n_active
-            for a in range(self.slots.n_active + 1):
-                u -= self.log_prob[a]
-                if u < 0.0:
-                    choice = a
-                    break
-
+            self._score(i)
+            choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
             if choice == self.slots.n_active:
                 c = self._open_slot()
                 self._new_cluster(c, i)

@@ -7,7 +7,7 @@ no global RNG state, so chains run side by side in threads and the draws depend 
 on the chain's seed.
 """
 
-from libc.math cimport log
+from libc.math cimport exp, log
 from numpy.random cimport bitgen_t
 
 
@@ -29,3 +29,32 @@ cdef inline Py_ssize_t uniform_index(bitgen_t* rng, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t i = <Py_ssize_t>(rng.next_double(rng.state) * n)
     # next_double < 1, but guard against round-off at the top end all the same.
     return i if i < n else n - 1
+
+
+cdef inline Py_ssize_t draw_from_logs(
+    double* log_weights, Py_ssize_t n, bitgen_t* rng
+) noexcept nogil:
+    """An index in 0..n-1 drawn with probability proportional to exp(log_weights).
+
+    Overwrites ``log_weights`` with the weights relative to the largest. A weight
+    below exp(-50) of the largest (which contributes 1) cannot change the total or
+    the draw in double precision, even summed over 10^5 entries, so its exp is
+    skipped. One uniform per draw; round-off at the top end returns n - 1.
+    """
+    cdef Py_ssize_t k
+    cdef double high = log_weights[0], total = 0.0, u
+    for k in range(1, n):
+        if log_weights[k] > high:
+            high = log_weights[k]
+    for k in range(n):
+        if log_weights[k] - high < -50.0:
+            log_weights[k] = 0.0
+        else:
+            log_weights[k] = exp(log_weights[k] - high)
+        total += log_weights[k]
+    u = uniform(rng) * total
+    for k in range(n):
+        u -= log_weights[k]
+        if u < 0.0:
+            return k
+    return n - 1
