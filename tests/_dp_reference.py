@@ -386,3 +386,18 @@ def log_predictive(x_new, X, n, alpha, nu, r, T_new=None):
         terms.append(math.log(alpha) + log_new)
         per_part.append(lp + _logsumexp(terms) - math.log(N + alpha))
     return _logsumexp(per_part)
+
+
+def draw_statistics(label_samples):
+    """Co-clustering matrix and distribution of the number of clusters of draws.
+
+    ``label_samples`` is an int array (n_draws, N) whose rows number clusters
+    0..K-1 (as the samplers' ``label_samples_``). Returns the (N, N) matrix of
+    P(c_i = c_k) and p[K] for K = 0..N, the draws' frequencies, to compare with
+    `coclustering_matrix` and `n_clusters_distribution` of an exact posterior.
+    """
+    label_samples = np.asarray(label_samples)
+    same = label_samples[:, :, None] == label_samples[:, None, :]
+    n_clusters = label_samples.max(axis=1) + 1
+    k_dist = np.bincount(n_clusters, minlength=label_samples.shape[1] + 1)
+    return same.mean(axis=0), k_dist / len(label_samples)

@@ -23,14 +23,6 @@ TINY_X = np.array(
 TINY_N_ITEMS = 4
 
 
-def draw_statistics(label_samples):
-    """Co-clustering matrix and distribution of the number of clusters of draws."""
-    same = label_samples[:, :, None] == label_samples[:, None, :]
-    n_clusters = label_samples.max(axis=1) + 1
-    k_dist = np.bincount(n_clusters, minlength=label_samples.shape[1] + 1)
-    return same.mean(axis=0), k_dist / len(label_samples)
-
-
 @pytest.fixture(scope="module")
 def exact_tiny_posterior():
     posterior = dpref.exact_partition_posterior(TINY_X, TINY_N_ITEMS, 1.0, 1.0, 1.0)
@@ -54,7 +46,7 @@ def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
             init_clusters=2,
             random_state=0,
         ).fit(TINY_X)
-    cocluster, k_dist = draw_statistics(model.label_samples_)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
     assert_allclose(k_dist, exact_k, atol=0.03)
 

@@ -7,15 +7,16 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from rankmix._gaussian_chain import GaussianChain
-from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
 from scipy import integrate, stats
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
+from rankmix._gaussian_chain import GaussianChain
+from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
 
+from . import _dp_reference as dpref
 from . import _gaussian_reference as gref
 
 
@@ -29,14 +30,6 @@ def prior_args(covariance_type, d):
     m0 = np.full(d, 0.5)
     psi0 = 0.5 * np.eye(d) if covariance_type == "full" else np.full(d, 0.5)
     return m0, 0.8, d + 1.5, psi0
-
-
-def draw_statistics(label_samples):
-    """Co-clustering matrix and distribution of the number of clusters of draws."""
-    same = label_samples[:, :, None] == label_samples[:, None, :]
-    n_clusters = label_samples.max(axis=1) + 1
-    k_dist = np.bincount(n_clusters, minlength=label_samples.shape[1] + 1)
-    return same.mean(axis=0), k_dist / len(label_samples)
 
 
 # Six points in two loose groups and a straggler, so the posterior spreads over
@@ -187,17 +180,12 @@ EXACT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("sampler", ["gibbs", "split-merge", "gibbs+split-merge"])
-@pytest.mark.parametrize("X, covariance_type", EXACT_CASES)
-def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
-    # every move leaves the enumerated posterior over clusterings invariant
+def fit_tiny(X, covariance_type, sampler, **params):
+    """A long single chain on a tiny exactness problem (prior of `prior_args`)."""
     m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
-    posterior = gref.exact_partition_posterior(
-        X, 1.0, covariance_type, m0, kappa0, nu0, psi0
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = DPGaussianClustering(
+        return DPGaussianClustering(
             sampler=sampler,
             covariance_type=covariance_type,
             mean_prior=m0,
@@ -211,10 +199,27 @@ def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
             n_chains=1,
             init_clusters=2,
             random_state=0,
+            **params,
         ).fit(X)
-    cocluster, k_dist = draw_statistics(model.label_samples_)
+
+
+def assert_matches_posterior(model, X, covariance_type):
+    """The draws' co-clustering and number of clusters match the enumeration."""
+    m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
+    posterior = gref.exact_partition_posterior(
+        X, 1.0, covariance_type, m0, kappa0, nu0, psi0
+    )
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "split-merge", "gibbs+split-merge"])
+@pytest.mark.parametrize("X, covariance_type", EXACT_CASES)
+def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
+    # every move leaves the enumerated posterior over clusterings invariant
+    model = fit_tiny(X, covariance_type, sampler)
+    assert_matches_posterior(model, X, covariance_type)
 
 
 def test_alpha_resampling_matches_the_exact_posterior():
@@ -239,7 +244,7 @@ def test_alpha_resampling_matches_the_exact_posterior():
             init_clusters=2,
             random_state=1,
         ).fit(TINY_X2)
-    cocluster, k_dist = draw_statistics(model.label_samples_)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
     alphas = np.array([draw[4] for draw in model._draws])

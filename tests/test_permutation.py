@@ -1,14 +1,12 @@
 """The permutation-augmented move (Liang, Jordan & Taskar 2007): DP and exactness."""
 
 import math
-import warnings
 from collections import Counter
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.datasets import make_blobs
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
@@ -17,7 +15,14 @@ from rankmix._gaussian_kernels import NIWModel
 from rankmix._permutation import _dp_wrapper
 
 from . import _gaussian_reference as gref
-from .test_gaussian import EXACT_CASES, TINY_X2, blobs, draw_statistics, prior_args
+from .test_gaussian import (
+    EXACT_CASES,
+    TINY_X2,
+    assert_matches_posterior,
+    blobs,
+    fit_tiny,
+    prior_args,
+)
 
 
 def ends_along(labels, order):
@@ -229,38 +234,6 @@ def test_beam_keeps_few_sizes_and_loses_little_mass():
 
 
 # -- exactness of the sampler -------------------------------------------------------------
-
-
-def fit_tiny(X, covariance_type, sampler, **params):
-    m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return DPGaussianClustering(
-            sampler=sampler,
-            covariance_type=covariance_type,
-            mean_prior=m0,
-            kappa=kappa0,
-            nu=nu0,
-            covariance_prior=psi0,
-            n_split_merge=3,
-            n_iter=20000,
-            burn_in=200,
-            thin=1,
-            n_chains=1,
-            init_clusters=2,
-            random_state=0,
-            **params,
-        ).fit(X)
-
-
-def assert_matches_posterior(model, X, covariance_type):
-    m0, kappa0, nu0, psi0 = prior_args(covariance_type, X.shape[1])
-    posterior = gref.exact_partition_posterior(
-        X, 1.0, covariance_type, m0, kappa0, nu0, psi0
-    )
-    cocluster, k_dist = draw_statistics(model.label_samples_)
-    assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
-    assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
 
 
 @pytest.mark.parametrize(
