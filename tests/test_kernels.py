@@ -193,9 +193,14 @@ MH_CASES = [
 ]
 
 
-@pytest.mark.parametrize("n_items, X, theta", MH_CASES)
-def test_mh_sigma_update_leaves_exact_conditional_invariant(n_items, X, theta):
-    # start from exact draws of P(sigma | theta, data); one MH step must keep that law
+def stationarity_pvalue(step, n_items, X, theta, seed, n_draws=20000):
+    """Apply ``step`` once to exact draws of P(sigma | theta, data).
+
+    ``step(stats.items, weight, preceded, sigma, bit_generator)`` moves sigma in
+    place and returns a count (acceptances, swaps). Returns the chi-square p-value
+    of the moved draws against the exact law, and the summed counts: a kernel that
+    leaves the law invariant passes, whatever its start.
+    """
     X = np.asarray(X, dtype=np.intp)
     theta = np.asarray(theta, dtype=float)
     stats, weight, preceded = compact_R(X, theta, n_items)
@@ -203,21 +208,25 @@ def test_mh_sigma_update_leaves_exact_conditional_invariant(n_items, X, theta):
     keys = list(exact)
     probs = np.array([exact[k] for k in keys])
     index = {k: i for i, k in enumerate(keys)}
-
-    rng = np.random.RandomState(7)
-    bit_generator = np.random.PCG64(7)
-    n_draws = 20000
-    starts = rng.choice(len(keys), size=n_draws, p=probs)
+    starts = np.random.RandomState(seed).choice(len(keys), size=n_draws, p=probs)
+    bit_generator = np.random.PCG64(seed)
     counts = np.zeros(len(keys))
-    n_accepted = 0
+    n_moves = 0
     for start in starts:
         sigma = np.array(keys[start], dtype=np.intp)
-        n_accepted += _kernels.mh_sigma_update(
-            stats.items, weight, preceded, sigma, bit_generator
-        )
+        n_moves += step(stats.items, weight, preceded, sigma, bit_generator)
         counts[index[tuple(sigma)]] += 1
-    assert chi_square_pvalue(counts, probs) > ALPHA
-    assert 0 < n_accepted < n_draws  # the test exercised both branches
+    return chi_square_pvalue(counts, probs), n_moves
+
+
+@pytest.mark.parametrize("n_items, X, theta", MH_CASES)
+def test_mh_sigma_update_leaves_exact_conditional_invariant(n_items, X, theta):
+    # start from exact draws of P(sigma | theta, data); one MH step must keep that law
+    pvalue, n_accepted = stationarity_pvalue(
+        _kernels.mh_sigma_update, n_items, X, theta, seed=7
+    )
+    assert pvalue > ALPHA
+    assert 0 < n_accepted < 20000  # the test exercised both branches
 
 
 @pytest.mark.parametrize("n_items, X, theta", MH_CASES)
@@ -378,24 +387,10 @@ def test_exact_theta_sampler_refuses_improper_targets():
 @pytest.mark.parametrize("n_items, X, theta", MH_CASES)
 def test_transposition_pass_leaves_exact_conditional_invariant(n_items, X, theta):
     # exact draws of P(sigma | theta, data) keep their law after one pass
-    X = np.asarray(X, dtype=np.intp)
-    theta = np.asarray(theta, dtype=float)
-    stats, weight, preceded = compact_R(X, theta, n_items)
-    exact = ref.exact_sigma_posterior(X, theta, n_items)
-    keys = list(exact)
-    probs = np.array([exact[k] for k in keys])
-    index = {k: i for i, k in enumerate(keys)}
-    starts = np.random.RandomState(13).choice(len(keys), size=20000, p=probs)
-    bit_generator = np.random.PCG64(13)
-    counts = np.zeros(len(keys))
-    n_swaps = 0
-    for start in starts:
-        sigma = np.array(keys[start], dtype=np.intp)
-        n_swaps += _kernels.sigma_transposition_pass(
-            stats.items, weight, preceded, sigma, bit_generator
-        )
-        counts[index[tuple(sigma)]] += 1
-    assert chi_square_pvalue(counts, probs) > ALPHA
+    pvalue, n_swaps = stationarity_pvalue(
+        _kernels.sigma_transposition_pass, n_items, X, theta, seed=13
+    )
+    assert pvalue > ALPHA
     assert n_swaps > 0
 
 
