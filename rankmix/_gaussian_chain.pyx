@@ -88,7 +88,7 @@ from ._gaussian_kernels cimport (
     state_remove,
 )
 from ._permutation cimport SegmentDP, SegmentModel, digamma
-from ._rng cimport bitgen_pointer, draw_from_logs, uniform, uniform_index
+from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
@@ -247,6 +247,7 @@ cdef class GaussianChain:
         self, const double[:, ::1] X, NIWModel model, double alpha, bint gibbs,
         intp_t n_split_merge, alpha_prior, intp_t init_clusters, bit_generator,
         permutation=None, double beam_tolerance=1e-32, intp_t burn_in=0,
+        bint sequential_init=False,
     ):
         cdef intp_t i, n_init
         self.X = X
@@ -308,7 +309,10 @@ cdef class GaussianChain:
 
         n_init = max(1, min(init_clusters, self.N))
         with self.bit_generator.lock, nogil:
-            self._initialise(n_init)
+            if sequential_init and self.N > 0:
+                self._initialise_sequential()
+            else:
+                self._initialise(n_init)
         self._count_split_merge()
 
     def __dealloc__(self):
@@ -391,6 +395,24 @@ cdef class GaussianChain:
 
     # -- moves ---------------------------------------------------------------------
 
+    cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
+        """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
+        cdef intp_t a, c, choice
+        cdef const double* x = self._x(i)
+        cdef double* s
+        for a in range(self.slots.n_active):
+            s = self._state(self.slots.active[a])
+            self.log_prob[a] = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
+        self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
+        choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
+        if choice == self.slots.n_active:
+            c = self._open_slot()
+        else:
+            c = self.slots.active[choice]
+        state_add(self.p, self._state(c), x, self.work)
+        self.labels[i] = c
+        return 0
+
     cdef int _gibbs_scan(self) except -1 nogil:
         """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
         cdef intp_t i, a, c, c_old, choice
@@ -406,17 +428,7 @@ cdef class GaussianChain:
             elif state_remove(self.p, s, x, self.work) < 0:
                 self._rebuild_slot(c_old, i)
 
-            for a in range(self.slots.n_active):
-                s = self._state(self.slots.active[a])
-                self.log_prob[a] = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
-            self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
-            choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
-            if choice == self.slots.n_active:
-                c = self._open_slot()
-            else:
-                c = self.slots.active[choice]
-            state_add(self.p, self._state(c), x, self.work)
-            self.labels[i] = c
+            self._seat(i, log_alpha)
         return 0
 
     cdef int _split_merge(self) except -1 nogil:
@@ -438,12 +450,7 @@ cdef class GaussianChain:
             if k != i and k != j and (self.labels[k] == ci or self.labels[k] == cj):
                 self.members[m] = k
                 m += 1
-        # a uniform random order of the other points (Fisher-Yates)
-        for r in range(m - 1, 0, -1):
-            t = uniform_index(self.rng, r + 1)
-            k = self.members[r]
-            self.members[r] = self.members[t]
-            self.members[t] = k
+        shuffle(self.members, m, self.rng)  # a uniform random order of the other points
 
         memcpy(self.state_a, self.p.prior, self.W * sizeof(double))
         memcpy(self.state_b, self.p.prior, self.W * sizeof(double))
@@ -526,21 +533,13 @@ cdef class GaussianChain:
         self._group_members()
         for a in range(K):
             clusters[a] = self.slots.active[a]
-        for r in range(K - 1, 0, -1):
-            t = uniform_index(self.rng, r + 1)
-            c = clusters[r]
-            clusters[r] = clusters[t]
-            clusters[t] = c
+        shuffle(clusters, K, self.rng)
         for a in range(K):
             c = clusters[a]
             lo = self.slots.member_start[c]
             n = self.slots.member_start[c + 1] - lo
             memcpy(self.order + pos, self.members + lo, n * sizeof(intp_t))
-            for r in range(n - 1, 0, -1):
-                t = uniform_index(self.rng, r + 1)
-                k = self.order[pos + r]
-                self.order[pos + r] = self.order[pos + t]
-                self.order[pos + t] = k
+            shuffle(self.order + pos, n, self.rng)
             pos += n
             self.ends_old[a] = pos
         return K
@@ -695,6 +694,29 @@ cdef class GaussianChain:
             if map_[k] < 0:
                 map_[k] = self._open_slot()
             self.labels[i] = map_[k]
+        self._rebuild_all()
+        self.log_joint = self._compute_log_joint()
+        return 0
+
+    cdef int _initialise_sequential(self) except -1 nogil:
+        """Sequential prediction (Liang et al. 2007, sec. 5.1).
+
+        The points are added one at a time in a uniformly random order, each
+        drawn into an existing cluster or a new one from its collapsed
+        conditional given the points added before it: the Chinese restaurant
+        process run once over the data, at the cost of one Gibbs scan. Unlike
+        a random start, whose every cluster is a blend of the true ones, it
+        starts from clusters that each hold similar points, which single-site
+        Gibbs cannot reach from a blend when d is large (the blends are a
+        local mode it does not leave).
+        """
+        cdef intp_t r
+        cdef double log_alpha = log(self.alpha)
+        for r in range(self.N):
+            self.order[r] = r
+        shuffle(self.order, self.N, self.rng)
+        for r in range(self.N):
+            self._seat(self.order[r], log_alpha)
         self._rebuild_all()
         self.log_joint = self._compute_log_joint()
         return 0

@@ -30,7 +30,7 @@ from ._kernels cimport (
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, transposition_pass, weighted_statistics,
 )
-from ._rng cimport bitgen_pointer, draw_from_logs, uniform, uniform_index
+from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
@@ -653,10 +653,7 @@ cdef class MallowsChain:
                     self.nu * self.r[j], self.nu, self.n - 1 - j, self.rng)
             for r in range(self.n):
                 self.sigma[c * self.n + r] = r
-            for r in range(self.n - 1, 0, -1):
-                slot = uniform_index(self.rng, r + 1)
-                self.sigma[c * self.n + r], self.sigma[c * self.n + slot] = (
-                    self.sigma[c * self.n + slot], self.sigma[c * self.n + r])
+            shuffle(self.sigma + c * self.n, self.n, self.rng)
             if self.beta_gibbs:
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = 0.0

@@ -58,3 +58,13 @@ cdef inline Py_ssize_t draw_from_logs(
         if u < 0.0:
             return k
     return n - 1
+
+
+cdef inline void shuffle(Py_ssize_t* values, Py_ssize_t n, bitgen_t* rng) noexcept nogil:
+    """Put ``values[:n]`` in a uniformly random order, in place (Fisher-Yates)."""
+    cdef Py_ssize_t r, t, value
+    for r in range(n - 1, 0, -1):
+        t = uniform_index(rng, r + 1)
+        value = values[r]
+        values[r] = values[t]
+        values[t] = value
