@@ -272,7 +272,19 @@ class DPMallowsClustering(BaseDPMixture):
         return make_chain
 
     def _check_new_data(self, X):
-        X = check_rankings(X, n_items=self.n_items_)
+        try:
+            X = check_rankings(X, n_items=self.n_items_)
+        except ValueError as error:
+            if self.n_items is None and "n_items=" in str(error):
+                # typical of cross-validation: a fold's training rankings missed
+                # the highest item ids
+                raise ValueError(
+                    f"{error} The model took n_items={self.n_items_} from the "
+                    "largest item id of its training data; pass n_items (the "
+                    "number of items) to the estimator, for example in "
+                    "cross-validation."
+                ) from None
+            raise
         longest = ranking_lengths(X).max()
         if longest > self.n_features_in_:
             raise ValueError(

@@ -344,8 +344,8 @@ def _check_shape(X, input_name, ensure_min_samples):
         )
     if t_max == 0:
         raise ValueError(
-            f"{input_name} is empty: it has shape {X.shape}, so no ranking holds "
-            "any item."
+            f"{input_name} is empty: it has 0 feature(s) (shape={X.shape}) while a "
+            "minimum of 1 is required, so no ranking holds any item."
         )
 
 

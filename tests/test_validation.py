@@ -289,8 +289,11 @@ def test_bad_shape_raises_value_error(X, message):
     [
         ([], "X is empty: it holds 0 rankings"),
         (np.empty((0, 3), dtype=int), re.escape("X is empty: it holds 0 rankings")),
-        (np.empty((3, 0), dtype=int), re.escape("X is empty: it has shape (3, 0)")),
-        ([[], []], re.escape("X is empty: it has shape (2, 0)")),
+        (
+            np.empty((3, 0), dtype=int),
+            re.escape("X is empty: it has 0 feature(s) (shape=(3, 0))"),
+        ),
+        ([[], []], re.escape("X is empty: it has 0 feature(s) (shape=(2, 0))")),
     ],
 )
 def test_empty_input_raises_value_error(X, message):

@@ -1,0 +1,235 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""scikit-learn's estimator checks, and their ranking counterparts.
+
+DPGaussianClustering passes every check. DPMallowsClustering takes rankings
+(integer item ids, best first, -1 padding), while most of scikit-learn's checks
+feed real-valued features: those are listed in ``MALLOWS_EXPECTED_FAILURES`` with
+the reason, and the properties they test are tested below on ranking data.
+"""
+
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rankmix import DPGaussianClustering, DPMallowsClustering
+from rankmix.datasets import make_mallows_mixture
+from rankmix.metrics import vi_scorer
+
+SHORT = dict(n_iter=6, burn_in=2, n_chains=1, random_state=0)
+
+_REAL_VALUED = (
+    "feeds real-valued features; X must hold integer item ids (rankings), "
+    "so the input is refused with a ValueError naming the row"
+)
+MALLOWS_EXPECTED_FAILURES = {
+    name: _REAL_VALUED
+    for name in [
+        "check_fit_score_takes_y",
+        "check_estimators_overwrite_params",
+        "check_dont_overwrite_parameters",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in_after_fitting",
+        "check_estimators_dtypes",
+        "check_dtype_object",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_clustering",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit2d_predict1d",
+    ]
+}
+MALLOWS_EXPECTED_FAILURES.update(
+    check_positive_only_tag_during_fit=(
+        "feeds real-valued features; rankings are not positive-only either (-1 pads)"
+    ),
+    check_complex_data=(
+        "complex input is a dtype fault, refused with TypeError (the check wants "
+        "ValueError)"
+    ),
+)
+
+
+def expected_failed_checks(estimator):
+    if isinstance(estimator, DPMallowsClustering):
+        return MALLOWS_EXPECTED_FAILURES
+    return {}
+
+
+@parametrize_with_checks(
+    [DPGaussianClustering(**SHORT), DPMallowsClustering(**SHORT)],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# -- the listed checks' properties, on rankings ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rankings():
+    X, y, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=60, n_items=6, t=4, theta=1.5, random_state=0
+    )
+    return X, y
+
+
+def fit_quietly(estimator, X, y=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y)
+
+
+def test_mallows_fit_is_idempotent_returns_self_and_keeps_params(rankings):
+    X, _ = rankings
+    model = DPMallowsClustering(**SHORT)
+    params = model.get_params()
+    assert fit_quietly(model, X) is model
+    assert model.get_params() == params
+    first = (model.labels_.copy(), model.score_samples(X))
+    fit_quietly(model, X)
+    assert_array_equal(model.labels_, first[0])
+    assert_allclose(model.score_samples(X), first[1])
+    assert model.n_features_in_ == X.shape[1]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_mallows_accepts_every_integer_layout(rankings, dtype, order):
+    X, _ = rankings
+    expected = fit_quietly(DPMallowsClustering(**SHORT), X).labels_
+    model = fit_quietly(DPMallowsClustering(**SHORT), np.asarray(X, dtype, order=order))
+    assert_array_equal(model.labels_, expected)
+
+
+def test_mallows_reads_readonly_memmaps(rankings, tmp_path):
+    X, _ = rankings
+    expected = fit_quietly(DPMallowsClustering(**SHORT), X).labels_
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    X_map = np.load(path, mmap_mode="r")
+    assert_array_equal(fit_quietly(DPMallowsClustering(**SHORT), X_map).labels_, expected)
+
+
+def test_mallows_methods_are_row_wise(rankings):
+    # sample order and subset invariance of every per-row method, and predict
+    # does not change the fitted state
+    X, _ = rankings
+    model = fit_quietly(DPMallowsClustering(**SHORT), X)
+    state = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    order = np.random.default_rng(0).permutation(len(X))
+    for method in ("predict", "predict_proba", "score_samples"):
+        full = getattr(model, method)(X)
+        assert_allclose(getattr(model, method)(X[order]), full[order])
+        assert_allclose(getattr(model, method)(X[:10]), full[:10])
+    for key, value in state.items():
+        assert np.all(getattr(model, key) == value) if isinstance(value, np.ndarray) else True
+
+
+def test_mallows_fits_a_single_ranking():
+    # check_fit2d_1sample's property: one ranking is a valid (if tiny) data set
+    model = fit_quietly(DPMallowsClustering(**SHORT), [[0, 1, 2]])
+    assert model.n_clusters_ == 1
+    assert_array_equal(model.predict([[2, 1, 0]]), [0])
+
+
+@pytest.mark.parametrize("Estimator", [DPMallowsClustering, DPGaussianClustering])
+def test_pickle_and_joblib_round_trips_predict_identically(rankings, tmp_path, Estimator):
+    X = rankings[0] if Estimator is DPMallowsClustering else (
+        np.random.default_rng(0).normal(size=(80, 2)) + np.repeat([[0, 0], [6, 6]], 40, 0)
+    )
+    model = fit_quietly(Estimator(**SHORT), X)
+    restored = pickle.loads(pickle.dumps(model))
+    joblib.dump(model, tmp_path / "model.joblib")
+    loaded = joblib.load(tmp_path / "model.joblib")
+    for other in (restored, loaded):
+        assert_array_equal(other.predict(X), model.predict(X))
+        assert_array_equal(other.score_samples(X), model.score_samples(X))
+        assert_array_equal(other.labels_, model.labels_)
+        assert_array_equal(
+            other.sample(5, random_state=1)[0], model.sample(5, random_state=1)[0]
+        )
+
+
+# -- model selection -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_grid_search_over_alpha_and_nu_by_held_out_likelihood(rankings, n_jobs):
+    X, _ = rankings
+    search = GridSearchCV(
+        DPMallowsClustering(n_items=6, **SHORT),
+        {"alpha": [0.5, 2.0], "nu": [0.5, 2.0]},
+        cv=KFold(3, shuffle=True, random_state=0),
+        n_jobs=n_jobs,
+    )
+    fit_quietly(search, X)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    assert search.best_params_ == search.cv_results_["params"][np.argmax(scores)]
+    # the refitted model's score is the held-out criterion itself
+    assert np.isfinite(search.best_estimator_.score(X))
+
+
+def test_grid_search_over_alpha_and_nu_for_vectors_with_n_jobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(m, 1.0, size=(40, 2)) for m in (0.0, 8.0)])
+    search = GridSearchCV(
+        DPGaussianClustering(**SHORT),
+        {"alpha": [0.1, 1.0], "nu": [3.0, 10.0]},
+        cv=3,
+        n_jobs=2,
+    )
+    fit_quietly(search, X)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_grid_search_with_vi_scorer_against_known_labels(rankings):
+    X, y = rankings
+    search = GridSearchCV(
+        DPMallowsClustering(n_items=6, **SHORT),
+        {"alpha": [0.1, 5.0]},
+        scoring=vi_scorer,
+        cv=KFold(3, shuffle=True, random_state=0),
+    )
+    fit_quietly(search, X, y)
+    scores = search.cv_results_["mean_test_score"]
+    # vi_scorer is negated (greater is better) and VI is >= 0
+    assert np.all(scores <= 0)
+    assert search.best_params_ == search.cv_results_["params"][np.argmax(scores)]
+
+
+def test_clone_keeps_every_parameter():
+    for Estimator in (DPMallowsClustering, DPGaussianClustering):
+        model = Estimator(alpha=0.3, n_iter=17, random_state=4)
+        assert clone(model).get_params() == model.get_params()
+
+
+def test_an_item_unseen_in_training_asks_for_n_items():
+    # a cross-validation fold may miss the highest item ids
+    model = fit_quietly(DPMallowsClustering(**SHORT), [[0, 1, 2], [1, 0, 2]])
+    with pytest.raises(ValueError, match="pass n_items"):
+        model.score([[3, 0, 1]])
+    model = fit_quietly(DPMallowsClustering(n_items=4, **SHORT), [[0, 1, 2], [1, 0]])
+    assert np.isfinite(model.score([[3, 0, 1]]))
