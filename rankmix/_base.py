@@ -270,6 +270,43 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         labels = np.sort(rng.choice(self.n_clusters_, size=n_samples, p=self.weights_))
         return self._sample_components(labels, self._best_parameters, rng), labels
 
+    def to_inference_data(self):
+        """The traces as an ArviZ ``InferenceData``, for R-hat, ESS and trace plots.
+
+        Requires the optional dependency ArviZ (``pip install arviz``). The
+        ``posterior`` group holds every sweep after burn-in of every chain (dims
+        ``chain`` and ``draw``) of the traced scalars: ``n_clusters``,
+        ``log_joint`` and, when sampled, ``alpha``; the ``warmup_posterior``
+        group holds the burn-in sweeps. The convergence warning of ``fit`` uses
+        the same rank-normalised R-hat as ``arviz.rhat``.
+
+        Returns
+        -------
+        idata : arviz.InferenceData
+            (an xarray ``DataTree`` with ArviZ 1.0 and later).
+
+        Examples
+        --------
+        >>> import arviz as az  # doctest: +SKIP
+        >>> idata = model.to_inference_data()  # doctest: +SKIP
+        >>> az.summary(idata)  # doctest: +SKIP
+        """
+        check_is_fitted(self)
+        try:
+            import arviz
+        except ImportError:
+            raise ImportError(
+                "to_inference_data needs ArviZ: pip install arviz"
+            ) from None
+        posterior = {k: v[:, self.burn_in :] for k, v in self.trace_.items()}
+        warmup = {k: v[:, : self.burn_in] for k, v in self.trace_.items()}
+        groups = {"posterior": posterior}
+        if self.burn_in > 0:
+            groups["warmup_posterior"] = warmup
+        if int(arviz.__version__.split(".")[0]) >= 1:
+            return arviz.from_dict(groups)
+        return arviz.from_dict(**groups, save_warmup=self.burn_in > 0)
+
     @property
     def n_draws_(self):
         """Number of kept draws, all chains together."""

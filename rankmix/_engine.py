@@ -21,13 +21,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.special import ndtri
+from scipy.stats import rankdata
 from sklearn.exceptions import ConvergenceWarning
+
+try:  # an optional progress bar for verbose=1
+    from tqdm.auto import tqdm
+except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
+    tqdm = None
 
 from ._consensus import vi_consensus
 from ._rng import spawn_bit_generators
 
-# Split R-hat of the log joint above this means the chains disagree (Vehtari et al.
-# 2021 recommend 1.01 for final inference; 1.1 flags clear disagreement only).
+# R-hat of the log joint above this means the chains disagree (Vehtari et al. 2021
+# recommend 1.01 for final inference; 1.1 flags clear disagreement only).
 RHAT_THRESHOLD = 1.1
 
 
@@ -75,7 +82,7 @@ def run_chains(
     random_state : int, RandomState instance or None
         Fixes every chain's stream.
     verbose : int
-        0 is silent; 1 or more prints progress lines.
+        0 is silent; 1 a progress bar (tqdm) or periodic lines; 2 a line a sweep.
     extra_traces : tuple of str
         Names of further chain attributes to record after every sweep (for
         example ``"alpha"`` when the model samples it).
@@ -100,6 +107,7 @@ def run_chains(
         )
         for index, bit_generator in enumerate(bit_generators)
     )
+    progress.close()
     label_samples = np.concatenate([result.labels for result in results])
     parameters = [p for result in results for p in result.parameters]
     trace = {
@@ -138,11 +146,12 @@ def n_kept_draws(n_iter, burn_in, thin):
     return len(range(burn_in, n_iter, thin))
 
 
-def split_rhat(draws):
-    """Split R-hat of a scalar across chains (Gelman et al., BDA3 sec. 11.4).
+def rhat(draws):
+    """Rank-normalised split R-hat of a scalar across chains (Vehtari et al. 2021).
 
-    Each chain is cut in halves, which then count as chains; R-hat compares the
-    between-half and within-half variances. Values near 1 mean the halves agree.
+    The statistic ArviZ reports (``arviz.rhat(..., method="rank")``), computed here
+    so that the convergence warning needs no optional dependency; a test checks
+    that the two agree.
 
     Parameters
     ----------
@@ -151,29 +160,49 @@ def split_rhat(draws):
     Returns
     -------
     rhat : float
-        NaN when there are fewer than 4 draws per chain or no variation at all.
+        NaN when there are fewer than 4 draws per chain.
+
+    Notes
+    -----
+    Each chain is cut in halves, which then count as chains. The draws are
+    replaced by normal scores of their pooled ranks, z = Phi^{-1}((r - 3/8) /
+    (S + 1/4)), and the classic R-hat sqrt(((n - 1) / n W + B / n) / W) (W the
+    mean within-half variance, B / n the variance of the half means) is taken
+    of z ("bulk") and of the normal scores of |x - median(x)| ("tail"). R-hat
+    is the larger. Ranks make it robust to heavy tails and to the ties of a
+    discrete trace such as the number of clusters.
     """
     draws = np.asarray(draws, dtype=np.float64)
     half = draws.shape[1] // 2
     if half < 2:
         return np.nan
-    halves = np.concatenate([draws[:, :half], draws[:, half : 2 * half]])
-    within = halves.var(axis=1, ddof=1).mean()
-    between = half * halves.mean(axis=1).var(ddof=1)
+    halves = np.concatenate([draws[:, :half], draws[:, -half:]])
+    folded = np.abs(halves - np.median(halves))
+    return max(_classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded)))
+
+
+def _normal_scores(x):
+    ranks = rankdata(x, axis=None).reshape(x.shape)
+    return ndtri((ranks - 0.375) / (x.size + 0.25))
+
+
+def _classic_rhat(x):
+    n = x.shape[1]
+    within = x.var(axis=1, ddof=1).mean()
+    between = n * x.mean(axis=1).var(ddof=1)
     if within == 0:
         return 1.0 if between == 0 else np.inf
-    pooled = (half - 1) / half * within + between / half
-    return float(np.sqrt(pooled / within))
+    return float(np.sqrt(((n - 1) / n * within + between / n) / within))
 
 
 def _warn_if_chains_disagree(log_joint):
     if log_joint.shape[0] < 2:
         return
-    rhat = split_rhat(log_joint)
-    if rhat > RHAT_THRESHOLD:
+    value = rhat(log_joint)
+    if value > RHAT_THRESHOLD:
         warnings.warn(
-            f"The chains disagree: split R-hat of the log joint after burn-in is "
-            f"{rhat:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
+            f"The chains disagree: R-hat of the log joint after burn-in is "
+            f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
             "in different modes. Increase n_iter and burn_in, or try another "
             "sampler; inspect trace_ to see where the chains part.",
             ConvergenceWarning,
@@ -182,7 +211,13 @@ def _warn_if_chains_disagree(log_joint):
 
 
 class _Progress:
-    """Periodic progress lines with an estimate of the time left."""
+    """Progress of the chains with an estimate of the time left.
+
+    ``verbose=1``: a tqdm progress bar over all chains' sweeps when tqdm is
+    installed, otherwise about ten lines per chain; ``verbose >= 2``: a line
+    every sweep. Chains run side by side, so the time left scales with a
+    chain's remaining share.
+    """
 
     def __init__(self, n_iter, n_chains, verbose):
         self.n_iter = n_iter
@@ -190,12 +225,20 @@ class _Progress:
         self.verbose = verbose
         self.start = time.perf_counter()
         self.every = max(1, n_iter // 10) if verbose == 1 else 1
+        self.bar = None
+        if verbose == 1 and tqdm is not None:
+            self.bar = tqdm(
+                total=n_iter * n_chains, desc="rankmix", unit="sweep", leave=False
+            )
 
     def update(self, chain, sweep, n_clusters, log_joint):
+        if self.bar is not None:
+            self.bar.set_postfix(clusters=n_clusters, log_joint=f"{log_joint:.1f}")
+            self.bar.update()
+            return
         if not self.verbose or (sweep + 1) % self.every and sweep + 1 != self.n_iter:
             return
         elapsed = time.perf_counter() - self.start
-        # Chains run side by side, so the time left scales with this chain's share.
         left = elapsed * (self.n_iter - sweep - 1) / (sweep + 1)
         print(
             f"[rankmix] chain {chain + 1}/{self.n_chains} sweep {sweep + 1}/"
@@ -203,3 +246,7 @@ class _Progress:
             f"{elapsed:.1f}s elapsed, ~{left:.1f}s left",
             flush=True,
         )
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()

@@ -131,7 +131,9 @@ class DPGaussianClustering(BaseDPMixture):
         reproducible output across multiple function calls.
         See :term:`Glossary <random_state>`.
     verbose : int, default=0
-        Print progress (sweep, clusters, log joint, time left) when positive.
+        0 is silent. 1 shows a progress bar with the time left if tqdm is
+        installed (``pip install tqdm``), else about ten progress lines per chain
+        (sweep, clusters, log joint, time left); 2 prints a line every sweep.
 
     Attributes
     ----------

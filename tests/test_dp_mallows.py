@@ -9,7 +9,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 
-from rankmix import DPMallowsClustering
+from rankmix import DPMallowsClustering, _engine
 from rankmix.datasets import make_mallows_mixture
 from rankmix.metrics import variation_of_information
 
@@ -248,7 +248,8 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
         assert_array_equal(chain.snapshot()[0], labels)
 
 
-def test_verbose_prints_progress_with_time_left(capsys):
+def test_verbose_prints_progress_with_time_left(capsys, monkeypatch):
+    monkeypatch.setattr(_engine, "tqdm", None)  # the plain lines, without tqdm
     DPMallowsClustering(
         n_iter=10, burn_in=5, n_chains=1, verbose=1, random_state=0
     ).fit(TINY_X)
