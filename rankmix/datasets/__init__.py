@@ -1,16 +1,16 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""Data sets: synthetic mixtures of Mallows models."""
+"""Data sets: synthetic Mallows mixtures and real ranking data."""
 
-from ._preflib import (
+from ._fetchers import (
     fetch_apa,
     fetch_irish,
     fetch_preflib,
     fetch_sushi,
     get_data_home,
     load_apa1980,
-    load_preflib,
 )
+from ._preflib import load_preflib
 from ._samples_generator import make_mallows_mixture
 
 __all__ = [
