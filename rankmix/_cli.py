@@ -3,8 +3,11 @@
 """The command line of rankmix: ``python -m rankmix {demo,fit}``.
 
 ``demo`` fits :class:`~rankmix.DPMallowsClustering` to one of the synthetic data
-sets of Meila & Chen (2010) and compares it with the truth; ``fit`` clusters a text
-file of rankings, one per line, item names separated by commas, best first.
+sets of Meila & Chen (2010) and compares it with the truth, then
+:class:`~rankmix.DPGaussianClustering` to the four measurements of Fisher's iris
+flowers (embedded in scikit-learn) against scikit-learn's BayesianGaussianMixture;
+``fit`` clusters a text file of rankings, one per line, item names separated by
+commas, best first.
 """
 
 import argparse
@@ -18,6 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from . import __version__, mallows
+from ._gaussian import DPGaussianClustering
 from ._mallows import DPMallowsClustering
 from .datasets import make_mallows_mixture
 from .datasets._samples_generator import PAPER_DATASETS
@@ -115,13 +119,18 @@ def _build_parser():
 
     demo = commands.add_parser(
         "demo",
-        help="fit a synthetic data set of Meila & Chen (2010), compare with the truth",
+        help=(
+            "fit a synthetic data set of Meila & Chen (2010), compare with the "
+            "truth; then cluster iris flowers against scikit-learn"
+        ),
         description=(
             f"Draw {DEMO_N_CLUSTERS} clusters of rankings from data set {DEMO_DATASET} "
             "of Meila & Chen (2010) (20 items, top-10 rankings, theta = 1), fit "
             "DPMallowsClustering to the training part and report the clusters found, "
             "the variation of information to the true labels and the held-out "
-            "log-likelihood of the model and of the true mixture."
+            "log-likelihood of the model and of the true mixture. Then fit "
+            "DPGaussianClustering to the four measurements of Fisher's iris "
+            "flowers and compare it with scikit-learn's BayesianGaussianMixture."
         ),
     )
     _add_sampler_options(demo, n_iter=DEMO_N_ITER)
@@ -484,7 +493,66 @@ def _run_demo(args):
     print(f"cluster sizes: {' '.join(map(str, sizes))}")
     print(f"  true sizes:  {' '.join(map(str, true_sizes))}")
     _print_warnings(messages)
+    print()
+    _run_gaussian_demo(args)
     return 0
+
+
+def _run_gaussian_demo(args):
+    """The vector half of ``demo``: iris flowers, rankmix against scikit-learn."""
+    from sklearn.datasets import load_iris
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn.mixture import BayesianGaussianMixture
+    from sklearn.model_selection import train_test_split
+
+    iris = load_iris()
+    X_train, X_test, y_train, _ = train_test_split(
+        iris.data, iris.target, test_size=0.3, random_state=args.seed,
+        stratify=iris.target,
+    )
+    burn_in = args.n_iter // 2
+    print(
+        f"Fisher's iris (sepal and petal length and width, cm): {len(X_train)} "
+        f"training flowers, {len(X_test)} held out; 3 species"
+    )
+    print(
+        f"DPGaussianClustering(n_iter={args.n_iter}, burn_in={burn_in}, "
+        f"n_chains=2, random_state={args.seed})"
+    )
+    model = DPGaussianClustering(
+        n_iter=args.n_iter, burn_in=burn_in, n_chains=2, random_state=args.seed
+    )
+    fit_time, messages = _fit_model(model, X_train)
+    peer = BayesianGaussianMixture(
+        n_components=10,
+        weight_concentration_prior_type="dirichlet_process",
+        random_state=args.seed,
+    )
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peer_labels = peer.fit(X_train).predict(X_train)
+    peer_time = time.perf_counter() - start
+    print(f"{'':36}{'clusters':>9}{'ARI':>7}{'held-out ll':>13}{'fit s':>7}")
+    for name, labels, score, seconds in (
+        ("rankmix DPGaussianClustering", model.labels_, model.score(X_test), fit_time),
+        ("sklearn BayesianGaussianMixture", peer_labels, peer.score(X_test), peer_time),
+    ):
+        print(
+            f"  {name:<34}{len(np.unique(labels)):>9}"
+            f"{adjusted_rand_score(y_train, labels):7.3f}{score:13.3f}{seconds:7.2f}"
+        )
+    print("clusters found by rankmix (mean petal length and width, cm):")
+    for k in np.argsort(model.means_[:, 2]):
+        counts = np.bincount(y_train[model.labels_ == k], minlength=3)
+        species = ", ".join(
+            f"{n} {name}" for n, name in zip(counts, iris.target_names) if n
+        )
+        print(
+            f"  ({model.means_[k, 2]:.2f}, {model.means_[k, 3]:.2f}): "
+            f"{(model.labels_ == k).sum()} flowers: {species}"
+        )
+    _print_warnings(messages)
 
 
 def _run_fit(args):

@@ -133,6 +133,12 @@ def test_demo(capsys):
     assert match
     sizes = re.search(r"^cluster sizes: ([\d ]+)$", out, re.M).group(1).split()
     assert sum(map(int, sizes)) == 200
+    # the vector half: iris, rankmix and scikit-learn side by side
+    assert "105 training flowers, 45 held out" in out
+    for name in ("rankmix DPGaussianClustering", "sklearn BayesianGaussianMixture"):
+        assert re.search(rf"^  {name} +\d+ +-?\d\.\d+ +-\d+\.\d+ ", out, re.M)
+    flowers = re.findall(r"^  \(.*\): (\d+) flowers?:", out, re.M)
+    assert sum(map(int, flowers)) == 105
 
 
 def test_usage(capsys):
