@@ -12,7 +12,11 @@ builds one compiled chain from a bit generator; a chain object offers
 
 The engine runs ``n_chains`` chains through joblib threads, each on its own
 ``PCG64`` stream spawned from ``random_state`` before any parallel work, so the draws
-depend on ``random_state`` and never on ``n_jobs``.
+depend on ``random_state`` and never on ``n_jobs`` or the backend. Threads are only
+joblib's default here (``prefer="threads"``: the sweeps release the GIL and the chains
+share the data): under ``joblib.parallel_config(backend=...)`` the chains run on that
+backend, processes or a cluster (dask's), for which the chain factories and the
+models they hold pickle.
 """
 
 import time
@@ -250,3 +254,8 @@ class _Progress:
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+    def __getstate__(self):
+        # a chain run in another process (a process or cluster backend of
+        # joblib) reports in lines there: the bar stays in this process
+        return {**self.__dict__, "bar": None}

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPGaussianClustering: Dirichlet-process mixtures of Gaussians, collapsed MCMC."""
 
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -474,14 +475,13 @@ class DPGaussianClustering(BaseDPMixture):
         beam_tolerance, burn_in = float(self.beam_tolerance), self.burn_in
         sequential_init = self.init == "sequential"
 
-        def make_chain(bit_generator):
-            return GaussianChain(
-                X, model, alpha, gibbs, n_split_merge, alpha_prior, init_clusters,
-                bit_generator, permutation=permutation, beam_tolerance=beam_tolerance,
-                burn_in=burn_in, sequential_init=sequential_init,
-            )
-
-        return make_chain
+        # a partial, not a closure: it pickles, so that chains can run in other
+        # processes; the engine appends the bit generator
+        return partial(
+            GaussianChain, X, model, alpha, gibbs, n_split_merge, alpha_prior,
+            init_clusters, permutation=permutation, beam_tolerance=beam_tolerance,
+            burn_in=burn_in, sequential_init=sequential_init,
+        )
 
     def _check_new_data(self, X):
         return np.ascontiguousarray(validate_data(self, X, dtype=[np.float64], reset=False))

@@ -59,3 +59,4 @@ cdef double state_log_marginal(const NIW* p, const double* s) noexcept nogil
 cdef class NIWModel:
     cdef NIW p
     cdef object _arrays   # keeps the NumPy buffers behind p's pointers alive
+    cdef object _arguments  # the constructor's arguments, for pickling

@@ -417,6 +417,7 @@ cdef class NIWModel:
             lg_marg=np.array(np.broadcast_to(lg_marg, counts.shape), dtype=np.float64),
         )
         self._arrays = arrays
+        self._arguments = (mean_prior, kappa, nu, covariance_prior, full, n_max)
         cdef double[::1] view
         self.p.d = d
         self.p.full = full
@@ -438,6 +439,11 @@ cdef class NIWModel:
         view = arrays["lg_marg"]
         self.p.lg_marg = &view[0]
         state_refresh(&self.p, self.p.prior)
+
+    def __reduce__(self):
+        # rebuilt from its arguments (p holds pointers), so that chains can run in
+        # other processes (joblib's process and cluster backends)
+        return NIWModel, self._arguments
 
     @property
     def width(self):

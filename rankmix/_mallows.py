@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPMallowsClustering: Dirichlet-process mixtures of generalized Mallows models."""
 
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -255,23 +256,22 @@ class DPMallowsClustering(BaseDPMixture):
             self.init_clusters,
         )
 
-        def make_chain(bit_generator):
-            return MallowsChain(
-                X,
-                n_items,
-                alpha,
-                nu,
-                r,
-                log_norm,
-                beta_gibbs,
-                use_mh,
-                n_gibbs,
-                n_slices,
-                init_clusters,
-                bit_generator,
-            )
-
-        return make_chain
+        # a partial, not a closure: it pickles, so that chains can run in other
+        # processes; the engine appends the bit generator
+        return partial(
+            MallowsChain,
+            X,
+            n_items,
+            alpha,
+            nu,
+            r,
+            log_norm,
+            beta_gibbs,
+            use_mh,
+            n_gibbs,
+            n_slices,
+            init_clusters,
+        )
 
     def _check_new_data(self, X):
         try:

@@ -111,3 +111,16 @@ def test_draws_depend_on_random_state_only_not_n_jobs(Estimator, X):
             assert_array_equal(other.trace_[name], runs[0].trace_[name])
     different = fit(Estimator, X, n_chains=3, random_state=1)
     assert not np.array_equal(different.trace_["log_joint"], runs[0].trace_["log_joint"])
+
+
+@pytest.mark.parametrize(
+    "Estimator, X", [(DPGaussianClustering, VECTORS), (DPMallowsClustering, TINY_X)]
+)
+def test_chains_run_unchanged_on_a_process_backend(Estimator, X):
+    # what a cluster backend (dask's) needs: the chain factory and the model
+    # pickle, and the draws are those of the default threads
+    joblib = pytest.importorskip("joblib")
+    expected = fit(Estimator, X, n_chains=2).label_samples_
+    with joblib.parallel_config(backend="loky", n_jobs=2):
+        model = fit(Estimator, X, n_chains=2)
+    assert_array_equal(model.label_samples_, expected)
