@@ -70,7 +70,14 @@ class DPGaussianClustering(BaseDPMixture):
     covariance_type : {"full", "diag"}, default="full"
         "full": each cluster has a full covariance matrix. "diag": diagonal
         covariances, the prior being the product over features of the
-        one-dimensional case.
+        one-dimensional case. A full covariance costs d (d + 1) / 2 parameters
+        per cluster, and the marginal likelihood charges for them: with few
+        points per cluster in high dimension the posterior of "full" prefers
+        fewer, merged clusters. For example, with 40 clusters of 250 points in
+        d = 40 (identity covariances), the clustering the chains find (18
+        clusters) has a log joint 5,400 nats above the true one; "diag" finds
+        the 40 true clusters. Prefer "diag" (or reduce d) when d is large
+        against the cluster sizes.
     sampler : str, default="gibbs+split-merge"
         The moves of a sweep, joined by "+": "gibbs" (a collapsed Gibbs scan over
         the points), "split-merge" (``n_split_merge`` SAMS proposals),
