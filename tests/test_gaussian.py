@@ -16,7 +16,12 @@ from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
 from rankmix._gaussian_chain import GaussianChain
-from rankmix._gaussian_kernels import NIWModel, _chol_update_wrapper, _cholesky_wrapper
+from rankmix._gaussian_kernels import (
+    NIWModel,
+    _chol_update_wrapper,
+    _cholesky_wrapper,
+    _log_product_wrapper,
+)
 
 from . import _dp_reference as dpref
 from . import _gaussian_reference as gref
@@ -63,6 +68,23 @@ def test_cholesky_update_and_downdate_match_numpy(d):
         atol=1e-12,
     )
     assert_allclose(_cholesky_wrapper(A), L, atol=1e-12)
+
+
+def test_log_product_is_the_sum_of_logs_without_overflow():
+    # the log-determinant of every refresh: mantissas multiplied, exponents summed
+    rng = np.random.default_rng(0)
+    for values in (
+        rng.uniform(0.1, 10.0, size=7),
+        np.exp(rng.normal(0.0, 300.0, size=200)),  # products far beyond 1e308
+        np.array([1e300, 1e300, 1e-300, 5e-324, 2.2e-308, 1.0]),  # subnormals
+        np.array([0.75]),
+    ):
+        assert_allclose(_log_product_wrapper(values), np.log(values).sum(), rtol=1e-13)
+    # strided: the diagonal of a column-major matrix
+    L = np.tril(rng.uniform(0.5, 2.0, size=(5, 5)))
+    assert_allclose(
+        _log_product_wrapper(L.T.ravel(), stride=6), np.log(np.diag(L)).sum()
+    )
 
 
 def test_cholesky_downdate_reports_loss_of_definiteness():
