@@ -56,7 +56,9 @@ def make_extension(pyx_path):
     )
 
 
-extensions = [make_extension(path) for path in sorted(glob(os.path.join("rankmix", "*.pyx")))]
+extensions = [
+    make_extension(path) for path in sorted(glob(os.path.join("rankmix", "*.pyx")))
+]
 
 setup(
     ext_modules=cythonize(

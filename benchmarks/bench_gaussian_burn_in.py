@@ -199,8 +199,9 @@ def plot(results, truth, args):
             result = results[start, sampler]
             gap = result["log_joints"] - truth
             # a symmetric log scale shows both the far start and the last nats
-            ax.plot(result["times"], np.sign(gap) * np.log10(1 + np.abs(gap)),
-                    label=sampler)
+            ax.plot(
+                result["times"], np.sign(gap) * np.log10(1 + np.abs(gap)), label=sampler
+            )
         ax.axhline(0.0, color="k", lw=0.8, ls=":")
         ax.set_title(f"{start} start")
         ax.set_xlabel("seconds")

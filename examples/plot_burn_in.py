@@ -103,8 +103,10 @@ def log_marginal_diag(points, m0, kappa0, nu0, psi0):
     )
     return np.sum(
         -n / 2 * np.log(np.pi)
-        + gammaln(nu_n / 2) - gammaln(nu0 / 2)
-        + nu0 / 2 * np.log(psi0) - nu_n / 2 * np.log(psi_n)
+        + gammaln(nu_n / 2)
+        - gammaln(nu0 / 2)
+        + nu0 / 2 * np.log(psi0)
+        - nu_n / 2 * np.log(psi_n)
         + 0.5 * np.log(kappa0 / kappa_n)
     )
 

@@ -175,7 +175,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_clusters_)
+        proba : ndarray of shape (n_samples, `n_clusters_`)
         """
         check_is_fitted(self)
         X = self._check_new_data(X)

@@ -182,7 +182,9 @@ def rhat(draws):
         return np.nan
     halves = np.concatenate([draws[:, :half], draws[:, -half:]])
     folded = np.abs(halves - np.median(halves))
-    return max(_classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded)))
+    return max(
+        _classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded))
+    )
 
 
 def _normal_scores(x):

@@ -150,12 +150,12 @@ class DPGaussianClustering(BaseDPMixture):
         variation of information to the other kept draws.
     n_clusters_ : int
         Number of clusters of ``labels_``.
-    weights_ : ndarray of shape (n_clusters_,)
+    weights_ : ndarray of shape (`n_clusters_`,)
         Proportion of the training samples in each cluster of ``labels_``.
-    means_ : ndarray of shape (n_clusters_, n_features)
+    means_ : ndarray of shape (`n_clusters_`, n_features)
         Posterior mean of each cluster's mean, given the clustering ``labels_``.
-    covariances_ : ndarray of shape (n_clusters_, n_features, n_features) or \
-            (n_clusters_, n_features)
+    covariances_ : ndarray of shape (`n_clusters_`, n_features, n_features) or \
+            (`n_clusters_`, n_features)
         Posterior mean of each cluster's covariance given ``labels_`` (see Notes);
         the variances for ``"diag"``.
     label_samples_ : ndarray of shape (n_draws, n_samples)
@@ -233,18 +233,18 @@ class DPGaussianClustering(BaseDPMixture):
     variable eta ~ Beta(alpha + 1, N).
 
     The permutation move augments the state with an ordering pi of the points,
-    p(pi | C) uniform over the |C|! prod_c |c|! orderings in which every cluster
+    p(pi | C) uniform over the ``|C|! prod_c |c|!`` orderings in which every cluster
     is a run of consecutive positions. Given pi, the clusterings consistent with
     it have
 
     .. math::
 
-        p(C \\mid \\pi, x) \\propto \frac{\alpha^{|C|}}{|C|!}
-        \\prod_{c \\in C} \frac{m(c)}{|c|},
+        p(C \\mid \\pi, x) \\propto \\frac{\\alpha^{|C|}}{|C|!}
+        \\prod_{c \\in C} \\frac{m(c)}{|c|},
 
     which a dynamic program over the positions sums and samples exactly
-    (``permutation_dp="exact"``). ``"beta"`` proposes from the same with |C|!
-    replaced by beta^|C|, whose factors are all per segment so that a beam of
+    (``permutation_dp="exact"``). ``"beta"`` proposes from the same with ``|C|!``
+    replaced by ``beta^|C|``, whose factors are all per segment so that a beam of
     the few best segment lengths at each position suffices, and accepts with
     probability min(1, beta^K' K! / (beta^K K'!)); if the current clustering fell
     out of the beam the proposal is rejected, which keeps the step exact. beta is
@@ -318,7 +318,11 @@ class DPGaussianClustering(BaseDPMixture):
         "nu": [Interval(Real, 0, None, closed="neither"), None],
         "kappa": [Interval(Real, 0, None, closed="neither")],
         "mean_prior": ["array-like", None],
-        "covariance_prior": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "covariance_prior": [
+            Interval(Real, 0, None, closed="neither"),
+            "array-like",
+            None,
+        ],
         "covariance_type": [StrOptions({"full", "diag"})],
         "sampler": [StrOptions(_SAMPLERS)],
         "permutation_dp": [StrOptions({"beta", "exact"})],
@@ -425,7 +429,11 @@ class DPGaussianClustering(BaseDPMixture):
     def _resolve_covariance_prior(self, X, full):
         d = X.shape[1]
         if self.covariance_prior is None:
-            covariance = np.atleast_2d(np.cov(X, rowvar=False, bias=True)) if len(X) > 1 else np.zeros((d, d))
+            covariance = (
+                np.atleast_2d(np.cov(X, rowvar=False, bias=True))
+                if len(X) > 1
+                else np.zeros((d, d))
+            )
             ridge = COVARIANCE_RIDGE * np.trace(covariance) / d
             if not ridge > 0:
                 # constant data: unit scale, since there is no scale to learn from
@@ -447,7 +455,9 @@ class DPGaussianClustering(BaseDPMixture):
             try:
                 np.linalg.cholesky(psi)
             except np.linalg.LinAlgError:
-                raise ValueError("covariance_prior must be positive definite.") from None
+                raise ValueError(
+                    "covariance_prior must be positive definite."
+                ) from None
         elif psi.shape != (d,) or not np.all(np.isfinite(psi)) or np.any(psi <= 0):
             raise ValueError(
                 f"covariance_prior must be a positive vector of length {d} for "
@@ -468,8 +478,12 @@ class DPGaussianClustering(BaseDPMixture):
 
     def _model(self, n_max):
         return NIWModel(
-            self.mean_prior_, self.kappa_, self.nu_, self.covariance_prior_,
-            self.covariance_type == "full", n_max,
+            self.mean_prior_,
+            self.kappa_,
+            self.nu_,
+            self.covariance_prior_,
+            self.covariance_type == "full",
+            n_max,
         )
 
     def _chain_factory(self, X):
@@ -478,28 +492,47 @@ class DPGaussianClustering(BaseDPMixture):
         gibbs = "gibbs" in moves
         n_split_merge = self.n_split_merge if "split-merge" in moves else 0
         permutation = self.permutation_dp if "permutation" in moves else None
-        alpha, alpha_prior, init_clusters = float(self.alpha), self._alpha_prior, self.init_clusters
+        alpha, alpha_prior, init_clusters = (
+            float(self.alpha),
+            self._alpha_prior,
+            self.init_clusters,
+        )
         beam_tolerance, burn_in = float(self.beam_tolerance), self.burn_in
         sequential_init = self.init == "sequential"
 
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine appends the bit generator
         return partial(
-            GaussianChain, X, model, alpha, gibbs, n_split_merge, alpha_prior,
-            init_clusters, permutation=permutation, beam_tolerance=beam_tolerance,
-            burn_in=burn_in, sequential_init=sequential_init,
+            GaussianChain,
+            X,
+            model,
+            alpha,
+            gibbs,
+            n_split_merge,
+            alpha_prior,
+            init_clusters,
+            permutation=permutation,
+            beam_tolerance=beam_tolerance,
+            burn_in=burn_in,
+            sequential_init=sequential_init,
         )
 
     def _check_new_data(self, X):
-        return np.ascontiguousarray(validate_data(self, X, dtype=[np.float64], reset=False))
+        return np.ascontiguousarray(
+            validate_data(self, X, dtype=[np.float64], reset=False)
+        )
 
     def _component_log_density(self, X, parameters):
         means, _, factors, dfs = parameters[:4]
-        return _student_t_log_density(X, means, factors, dfs, self.covariance_type == "full")
+        return _student_t_log_density(
+            X, means, factors, dfs, self.covariance_type == "full"
+        )
 
     def _new_cluster_log_density(self, X):
         means, factors, dfs = self._prior_predictive
-        return _student_t_log_density(X, means, factors, dfs, self.covariance_type == "full")[:, 0]
+        return _student_t_log_density(
+            X, means, factors, dfs, self.covariance_type == "full"
+        )[:, 0]
 
     def _describe_clusters(self, parameters):
         self.means_ = parameters[0]
@@ -553,7 +586,9 @@ def _student_t_log_density(X, means, factors, dfs, full):
         if full:
             u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
             out[:, k] = (
-                gammaln((df + d) / 2) - gammaln(df / 2) - d / 2 * np.log(df * np.pi)
+                gammaln((df + d) / 2)
+                - gammaln(df / 2)
+                - d / 2 * np.log(df * np.pi)
                 - np.log(np.diag(factor)).sum()
                 - (df + d) / 2 * np.log1p((u * u).sum(axis=0) / df)
             )

@@ -79,11 +79,11 @@ class DPMallowsClustering(BaseDPMixture):
         variation of information to the other kept draws.
     n_clusters_ : int
         Number of clusters of ``labels_``.
-    weights_ : ndarray of shape (n_clusters_,)
+    weights_ : ndarray of shape (`n_clusters_`,)
         Proportion of the training rankings in each cluster of ``labels_``.
-    central_rankings_ : ndarray of shape (n_clusters_, n_items_)
+    central_rankings_ : ndarray of shape (`n_clusters_`, `n_items_`)
         Central ranking sigma of each cluster (best first), in the same draw.
-    thetas_ : ndarray of shape (n_clusters_, t_max)
+    thetas_ : ndarray of shape (`n_clusters_`, t_max)
         Dispersion theta_j of each cluster and rank, in the same draw.
     label_samples_ : ndarray of shape (n_draws, n_samples)
         Every kept draw of the clustering, chains stacked; clusters are numbered by

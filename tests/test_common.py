@@ -129,7 +129,9 @@ def test_mallows_reads_readonly_memmaps(rankings, tmp_path):
     path = tmp_path / "X.npy"
     np.save(path, X)
     X_map = np.load(path, mmap_mode="r")
-    assert_array_equal(fit_quietly(DPMallowsClustering(**SHORT), X_map).labels_, expected)
+    assert_array_equal(
+        fit_quietly(DPMallowsClustering(**SHORT), X_map).labels_, expected
+    )
 
 
 def test_mallows_methods_are_row_wise(rankings):
@@ -144,7 +146,11 @@ def test_mallows_methods_are_row_wise(rankings):
         assert_allclose(getattr(model, method)(X[order]), full[order])
         assert_allclose(getattr(model, method)(X[:10]), full[:10])
     for key, value in state.items():
-        assert np.all(getattr(model, key) == value) if isinstance(value, np.ndarray) else True
+        assert (
+            np.all(getattr(model, key) == value)
+            if isinstance(value, np.ndarray)
+            else True
+        )
 
 
 def test_mallows_fits_a_single_ranking():
@@ -155,9 +161,16 @@ def test_mallows_fits_a_single_ranking():
 
 
 @pytest.mark.parametrize("Estimator", [DPMallowsClustering, DPGaussianClustering])
-def test_pickle_and_joblib_round_trips_predict_identically(rankings, tmp_path, Estimator):
-    X = rankings[0] if Estimator is DPMallowsClustering else (
-        np.random.default_rng(0).normal(size=(80, 2)) + np.repeat([[0, 0], [6, 6]], 40, 0)
+def test_pickle_and_joblib_round_trips_predict_identically(
+    rankings, tmp_path, Estimator
+):
+    X = (
+        rankings[0]
+        if Estimator is DPMallowsClustering
+        else (
+            np.random.default_rng(0).normal(size=(80, 2))
+            + np.repeat([[0, 0], [6, 6]], 40, 0)
+        )
     )
     model = fit_quietly(Estimator(**SHORT), X)
     restored = pickle.loads(pickle.dumps(model))

@@ -21,7 +21,9 @@ VECTORS = np.random.default_rng(0).normal(size=(60, 2))
 def fit(Estimator, X, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return Estimator(**{"n_iter": 30, "burn_in": 10, "random_state": 0, **params}).fit(X)
+        return Estimator(
+            **{"n_iter": 30, "burn_in": 10, "random_state": 0, **params}
+        ).fit(X)
 
 
 def test_rhat_is_near_one_for_iid_chains_and_large_for_shifted_ones():
@@ -30,7 +32,9 @@ def test_rhat_is_near_one_for_iid_chains_and_large_for_shifted_ones():
     shifted = rng.normal(size=(2, 1000)) + np.array([[0.0], [3.0]])
     assert rhat(shifted) > 1.5
     # a chain stuck in its second half is caught by the split
-    drifting = np.concatenate([rng.normal(size=(2, 500)), rng.normal(3, 1, (2, 500))], 1)
+    drifting = np.concatenate(
+        [rng.normal(size=(2, 500)), rng.normal(3, 1, (2, 500))], 1
+    )
     assert rhat(drifting) > 1.5
     # a scale difference only shows in the tails (the folded draws)
     wide = rng.normal(size=(2, 2000)) * np.array([[1.0], [5.0]])
@@ -110,7 +114,9 @@ def test_draws_depend_on_random_state_only_not_n_jobs(Estimator, X):
         for name in runs[0].trace_:
             assert_array_equal(other.trace_[name], runs[0].trace_[name])
     different = fit(Estimator, X, n_chains=3, random_state=1)
-    assert not np.array_equal(different.trace_["log_joint"], runs[0].trace_["log_joint"])
+    assert not np.array_equal(
+        different.trace_["log_joint"], runs[0].trace_["log_joint"]
+    )
 
 
 @pytest.mark.parametrize(

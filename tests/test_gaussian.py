@@ -267,13 +267,17 @@ def sequential_prediction_law(X, alpha, covariance_type, prior):
             np.exp(
                 np.log(sum(labels[j] == k for j in order[:r]))
                 + gref.log_posterior_predictive(
-                    X[i], X[[j for j in order[:r] if labels[j] == k]],
-                    covariance_type, *prior,
+                    X[i],
+                    X[[j for j in order[:r] if labels[j] == k]],
+                    covariance_type,
+                    *prior,
                 )
             )
             for k in clusters
         ]
-        weights.append(alpha * np.exp(gref.log_prior_predictive(X[i], covariance_type, *prior)))
+        weights.append(
+            alpha * np.exp(gref.log_prior_predictive(X[i], covariance_type, *prior))
+        )
         weights = np.array(weights) / sum(weights)
         for k, weight in zip([*clusters, len(clusters)], weights):
             labels[i] = k
@@ -318,8 +322,14 @@ def test_sequential_start_separates_what_a_random_start_blends():
     scores = {}
     for init in ("sequential", "random"):
         model = DPGaussianClustering(
-            covariance_type="diag", sampler="gibbs", init=init, n_iter=10, burn_in=5,
-            thin=1, n_chains=1, random_state=0,
+            covariance_type="diag",
+            sampler="gibbs",
+            init=init,
+            n_iter=10,
+            burn_in=5,
+            thin=1,
+            n_chains=1,
+            random_state=0,
         ).fit(X)
         scores[init] = adjusted_rand_score(y, model.labels_)
     assert scores["sequential"] > 0.99
@@ -446,7 +456,7 @@ def test_score_samples_is_the_mean_of_the_draws_mixtures():
     assert_allclose(np.exp(model.score_samples(x)), density, rtol=1e-10)
 
 
-# -- estimator contracts ------------------------------------------------------------------
+# -- estimator contracts ---------------------------------------------------------------
 
 
 def blobs(n_samples=300, n_features=2, centers=4, random_state=0):
@@ -547,7 +557,7 @@ def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
     assert {draw[4] for draw in fixed._draws} == {0.3}
 
 
-# -- validation -------------------------------------------------------------------------
+# -- validation ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

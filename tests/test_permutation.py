@@ -177,7 +177,7 @@ def test_beam_pruned_clusterings_have_zero_probability():
     assert set(samples) <= drawable
 
 
-# -- the Gaussian segment model in the chain ----------------------------------------------
+# -- the Gaussian segment model in the chain -------------------------------------------
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
@@ -233,7 +233,7 @@ def test_beam_keeps_few_sizes_and_loses_little_mass():
     assert_allclose(lp, full_lp, atol=1e-12)
 
 
-# -- exactness of the sampler -------------------------------------------------------------
+# -- exactness of the sampler ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
