@@ -303,8 +303,10 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         groups = {"posterior": posterior}
         if self.burn_in > 0:
             groups["warmup_posterior"] = warmup
+        # save_warmup: both APIs drop warmup groups unless told (their rcParams
+        # default is False)
         if int(arviz.__version__.split(".")[0]) >= 1:
-            return arviz.from_dict(groups)
+            return arviz.from_dict(groups, save_warmup=self.burn_in > 0)
         return arviz.from_dict(**groups, save_warmup=self.burn_in > 0)
 
     @property

@@ -82,7 +82,8 @@ def run_chains(
     n_iter, burn_in, thin : int
         Sweeps in all (burn-in included), sweeps discarded, and the keep interval.
     n_chains, n_jobs : int
-        Number of chains and of joblib threads running them.
+        Number of chains and of joblib workers running them (threads unless a
+        joblib.parallel_config says otherwise).
     random_state : int, RandomState instance or None
         Fixes every chain's stream.
     verbose : int
@@ -97,21 +98,24 @@ def run_chains(
     """
     bit_generators = spawn_bit_generators(random_state, n_chains)
     progress = _Progress(n_iter, n_chains, verbose)
-    # Threads: the sweeps release the GIL, and the chains share the data read-only.
-    results = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_run_chain)(
-            make_chain,
-            bit_generator,
-            n_iter,
-            burn_in,
-            thin,
-            index,
-            progress,
-            extra_traces,
+    try:
+        # Threads by default: the sweeps release the GIL and the chains share the
+        # data; joblib.parallel_config(backend=...) overrides the preference.
+        results = Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(_run_chain)(
+                make_chain,
+                bit_generator,
+                n_iter,
+                burn_in,
+                thin,
+                index,
+                progress,
+                extra_traces,
+            )
+            for index, bit_generator in enumerate(bit_generators)
         )
-        for index, bit_generator in enumerate(bit_generators)
-    )
-    progress.close()
+    finally:  # also when a chain fails or the user interrupts
+        progress.close()
     label_samples = np.concatenate([result.labels for result in results])
     parameters = [p for result in results for p in result.parameters]
     trace = {

@@ -191,6 +191,9 @@ cdef class GaussianChain:
     burn_in : int, default=0
         Sweeps during which the permutation move hill-climbs with random
         projections; the chain counts its sweeps, so the engine need not tell it.
+    sequential_init : bool, default=False
+        Start from sequential prediction (``_initialise_sequential``) instead of
+        the random clustering into ``init_clusters``.
     """
 
     cdef object bit_generator
@@ -415,7 +418,7 @@ cdef class GaussianChain:
 
     cdef int _gibbs_scan(self) except -1 nogil:
         """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
-        cdef intp_t i, a, c, c_old, choice
+        cdef intp_t i, c_old
         cdef double log_alpha = log(self.alpha)
         cdef const double* x
         cdef double* s
@@ -433,7 +436,7 @@ cdef class GaussianChain:
 
     cdef int _split_merge(self) except -1 nogil:
         """One SAMS proposal and its Metropolis-Hastings decision (module docstring)."""
-        cdef intp_t i, j, k, r, t, m = 0, ci, cj, c_new, c_big, c_small
+        cdef intp_t i, j, k, r, m = 0, ci, cj, c_new, c_big, c_small
         cdef bint split, to_a
         cdef double la, lb, log_a, log_b, log_q = 0.0, log_ratio, n_a, n_b
         cdef double* s_i
@@ -528,7 +531,7 @@ cdef class GaussianChain:
 
         Returns K. ``ends_new`` is used as scratch for the order of the clusters.
         """
-        cdef intp_t a, c, k, r, t, lo, n, pos = 0, K = self.slots.n_active
+        cdef intp_t a, c, lo, n, pos = 0, K = self.slots.n_active
         cdef intp_t* clusters = self.ends_new
         self._group_members()
         for a in range(K):

@@ -141,7 +141,8 @@ cdef inline double log_product(const double* values, intp_t n, intp_t stride) no
     Every point move refreshes a state, and d logs per refresh cost more than the
     rest of it: the mantissas (in [0.5, 1)) are multiplied and the binary
     exponents summed instead, renormalising every 32 factors (the product stays
-    above 2^-32 before it does, so it never underflows).
+    above 2^-33 before it does, so it never underflows). A non-positive,
+    infinite or NaN value gives NaN or inf, as the sum of logs would.
     """
     cdef intp_t j
     cdef int exponent, total = 0
@@ -156,10 +157,14 @@ cdef inline double log_product(const double* values, intp_t n, intp_t stride) no
 
 
 cdef inline double _mantissa(double value, int* exponent) noexcept nogil:
-    """frexp for a positive finite double, inline: value = m 2^e, m in [0.5, 1)."""
+    """frexp, inline for positive normal doubles: value = m 2^e, m in [0.5, 1).
+
+    Zero, subnormals, infinities, NaN and negative values (a sign bit makes the
+    top bits >= 0x800) go to the library, so that they propagate as log would.
+    """
     cdef uint64_t bits
     memcpy(&bits, &value, sizeof(double))
-    if (bits >> 52) == 0:  # subnormal (or zero): the library handles it
+    if (bits >> 52) == 0 or (bits >> 52) >= 0x7FF:
         return frexp(value, exponent)
     exponent[0] = <int> (bits >> 52) - 1022
     # keep the 52 fraction bits, set the biased exponent to 1022 (2^-1)
@@ -413,9 +418,10 @@ cdef class NIWModel:
 
     def __init__(self, mean_prior, double kappa, double nu, covariance_prior, bint full,
                  intp_t n_max):
-        mean = np.ascontiguousarray(mean_prior, dtype=np.float64).ravel()
+        # copies: p points into them, and the caller's arrays may change later
+        mean = np.array(mean_prior, dtype=np.float64).ravel()
         d = mean.shape[0]
-        psi = np.ascontiguousarray(covariance_prior, dtype=np.float64)
+        psi = np.array(covariance_prior, dtype=np.float64)
         if full:
             if psi.shape != (d, d):
                 raise ValueError(f"covariance_prior must have shape {(d, d)}, got {psi.shape}.")
@@ -450,7 +456,7 @@ cdef class NIWModel:
             lg_marg=np.array(np.broadcast_to(lg_marg, counts.shape), dtype=np.float64),
         )
         self._arrays = arrays
-        self._arguments = (mean_prior, kappa, nu, covariance_prior, full, n_max)
+        self._arguments = (mean, kappa, nu, psi, full, n_max)
         cdef double[::1] view
         self.p.d = d
         self.p.full = full

@@ -274,19 +274,22 @@ class DPMallowsClustering(BaseDPMixture):
         )
 
     def _check_new_data(self, X):
-        try:
-            X = check_rankings(X, n_items=self.n_items_)
-        except ValueError as error:
-            if self.n_items is None and "n_items=" in str(error):
+        X = check_rankings(X)
+        if X.max() >= self.n_items_:
+            row = int(np.argmax((X >= self.n_items_).any(axis=1)))
+            message = (
+                f"Row {row} of X holds item {int(X[row].max())}, but n_items="
+                f"{self.n_items_}: item ids must lie in [0, {self.n_items_})."
+            )
+            if self.n_items is None:
                 # typical of cross-validation: a fold's training rankings missed
                 # the highest item ids
-                raise ValueError(
-                    f"{error} The model took n_items={self.n_items_} from the "
-                    "largest item id of its training data; pass n_items (the "
-                    "number of items) to the estimator, for example in "
-                    "cross-validation."
-                ) from None
-            raise
+                message += (
+                    " The model took n_items from the largest item id of its "
+                    "training data; pass n_items (the number of items) to the "
+                    "estimator, for example in cross-validation."
+                )
+            raise ValueError(message)
         longest = ranking_lengths(X).max()
         if longest > self.n_features_in_:
             raise ValueError(

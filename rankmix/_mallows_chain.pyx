@@ -636,7 +636,7 @@ cdef class MallowsChain:
 
     cdef int _initialise(self, intp_t n_init) except -1 nogil:
         """A random clustering with n_init clusters, then parameters fitted to it."""
-        cdef intp_t i, a, c, k, j, r, slot
+        cdef intp_t i, a, c, k, j, r
         cdef intp_t* map_ = self.members  # scratch: cluster index -> slot
         for k in range(n_init):
             map_[k] = -1

@@ -3,6 +3,7 @@
 """Convergence diagnostics, ArviZ export, progress reporting, parallel chains."""
 
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -73,6 +74,27 @@ def test_to_inference_data_exports_the_traces(Estimator, X, params):
         assert posterior[name].shape == (3, 20)
         assert warmup[name].shape == (3, 10)
         assert_array_equal(posterior[name].values, model.trace_[name][:, 10:])
+
+
+def test_to_inference_data_speaks_the_arviz_1_api(monkeypatch):
+    # ArviZ >= 1.0 takes one dict of groups; warmup groups need save_warmup
+    calls = []
+    fake = types.SimpleNamespace(
+        __version__="1.3.0",
+        from_dict=lambda *args, **kwargs: calls.append((args, kwargs)) or "tree",
+    )
+    model = fit(DPGaussianClustering, VECTORS, n_chains=2)
+    monkeypatch.setitem(sys.modules, "arviz", fake)
+    assert model.to_inference_data() == "tree"
+    (groups,), kwargs = calls[0]
+    assert kwargs == {"save_warmup": True}
+    assert set(groups) == {"posterior", "warmup_posterior"}
+    assert_array_equal(
+        groups["posterior"]["log_joint"], model.trace_["log_joint"][:, 10:]
+    )
+    assert_array_equal(
+        groups["warmup_posterior"]["n_clusters"], model.trace_["n_clusters"][:, :10]
+    )
 
 
 def test_to_inference_data_without_arviz_says_what_to_install(monkeypatch):

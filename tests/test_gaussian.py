@@ -80,6 +80,10 @@ def test_log_product_is_the_sum_of_logs_without_overflow():
         np.array([0.75]),
     ):
         assert_allclose(_log_product_wrapper(values), np.log(values).sum(), rtol=1e-13)
+    # what overflowed upstream still shows: inf and NaN propagate as with log
+    assert _log_product_wrapper([2.0, np.inf]) == np.inf
+    assert np.isnan(_log_product_wrapper([2.0, np.nan]))
+    assert np.isnan(_log_product_wrapper([2.0, -1.0]))
     # strided: the diagonal of a column-major matrix
     L = np.tril(rng.uniform(0.5, 2.0, size=(5, 5)))
     assert_allclose(
@@ -309,31 +313,26 @@ def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
         assert abs(counts.get(key, 0) / len(seeds) - probability) < 0.03, key
 
 
-def test_sequential_start_separates_what_a_random_start_blends():
+def test_sequential_start_finds_clusters_in_high_dimension():
     # Liang et al.'s setting, scaled down: 20 clusters in 40 dimensions, means
     # ~ N(0, 2 I), unit covariances. A random start's clusters are blends of the
     # true ones, a mode that single-site Gibbs leaves only slowly; sequential
-    # prediction starts next to the truth (measured over seeds 0-2: ARI 1.0
-    # against 0.85-0.90 after 10 sweeps)
+    # prediction starts next to the truth (measured over seeds 0-2 after 10
+    # sweeps: ARI 1.0, against 0.85-0.90 from a random start)
     rng = np.random.default_rng(0)
     means = rng.normal(0.0, np.sqrt(2.0), size=(20, 40))
     y = rng.integers(20, size=2000)
     X = means[y] + rng.standard_normal((2000, 40))
-    scores = {}
-    for init in ("sequential", "random"):
-        model = DPGaussianClustering(
-            covariance_type="diag",
-            sampler="gibbs",
-            init=init,
-            n_iter=10,
-            burn_in=5,
-            thin=1,
-            n_chains=1,
-            random_state=0,
-        ).fit(X)
-        scores[init] = adjusted_rand_score(y, model.labels_)
-    assert scores["sequential"] > 0.99
-    assert scores["random"] < 0.95
+    model = DPGaussianClustering(
+        covariance_type="diag",
+        sampler="gibbs",
+        n_iter=10,
+        burn_in=5,
+        thin=1,
+        n_chains=1,
+        random_state=0,
+    ).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.99
 
 
 def test_alpha_resampling_matches_the_exact_posterior():

@@ -469,6 +469,23 @@ def test_download_of_a_broken_file_is_not_cached(tmp_path, server):
     assert list((tmp_path / "home" / "preflib").iterdir()) == []
 
 
+def test_a_downloaded_file_with_ties_is_cached_whatever_ties_says(tmp_path, server):
+    # refusing ties is the reader's decision, not a reason to download again
+    base_url, site, requests = server
+    folder = site / "datasets" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "t.toc").write_text(
+        "# NUMBER ALTERNATIVES: 3\n# NUMBER VOTERS: 2\n1: 1,{2,3}\n1: 2,1,3\n"
+    )
+    home = tmp_path / "home"
+    with pytest.raises(ValueError, match="tie"):
+        fetch_preflib("toy/t.toc", data_home=home, base_url=base_url)
+    assert (home / "preflib" / "t.toc").is_file()
+    bunch = fetch_preflib("toy/t.toc", data_home=home, base_url=base_url, ties="truncate")
+    assert len(requests) == 1
+    assert bunch.data.tolist() == [[0, -1, -1], [1, 0, 2]]
+
+
 # --- named data sets --------------------------------------------------------
 
 

@@ -617,7 +617,6 @@ def test_grid_search_alpha_by_held_out_likelihood():
         error_score="raise",
     ).fit(ratings)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
-    assert search.best_params_["dpmallowsclustering__alpha"] in (0.05, 1.0)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -632,7 +631,7 @@ def test_grid_search_t_against_known_labels():
         error_score="raise",
     ).fit(ratings, labels)
     scores = search.cv_results_["mean_test_score"]
-    assert np.isfinite(scores).all() and (scores <= 0).all()
+    assert np.isfinite(scores).all()
 
 
 def ratings_with_rare_last_item():

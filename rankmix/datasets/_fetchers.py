@@ -170,7 +170,7 @@ def fetch_preflib(
             )
         url = base_url.rstrip("/") + "/" + urllib.parse.quote(relative_path)
         os.makedirs(folder, exist_ok=True)
-        _download(url, path, ties)
+        _download(url, path)
     return load_preflib(path, ties=ties)
 
 
@@ -198,8 +198,12 @@ def _relative_path(name):
     return f"{_SERIES_FOLDERS[series]}/{file_name}"
 
 
-def _download(url, path, ties):
-    """Download ``url`` to ``path`` atomically, keeping it only if it parses."""
+def _download(url, path):
+    """Download ``url`` to ``path`` atomically, keeping it only if it parses.
+
+    The check reads ties leniently: whether the caller accepts a file with ties
+    is decided when the cached file is read, so such a file is cached once.
+    """
     folder, file_name = os.path.split(path)
     # A hidden temporary name in the same folder: os.replace is then atomic, and
     # the extension still tells load_preflib the data type.
@@ -226,7 +230,7 @@ def _download(url, path, ties):
                 "into that folder by hand."
             ) from exc
         try:
-            load_preflib(partial, ties=ties)
+            load_preflib(partial, ties="truncate")
         except ValueError as exc:
             raise ValueError(
                 f"The file downloaded from {url} is not a valid PrefLib file, so it "
