@@ -11,13 +11,13 @@ network fails the test.
 
 import runpy
 import shutil
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from .conftest import SHARED_DATA
+
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("plot_*.py"))
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # The files each example on real data reads: (file in the shared data folder,
 # folder under the data home). fetch_irish and fetch_sushi read
@@ -39,7 +39,7 @@ def fill_data_home(data_home, files):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)
-def test_example_runs(path, monkeypatch, tmp_path):
+def test_example_runs(path, monkeypatch, tmp_path, no_network):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     monkeypatch.delenv("RANKMIX_EXAMPLES_FULL", raising=False)
@@ -50,10 +50,6 @@ def test_example_runs(path, monkeypatch, tmp_path):
     fill_data_home(tmp_path, files)
     monkeypatch.setenv("RANKMIX_DATA", str(tmp_path))
 
-    def urlopen(*args, **kwargs):
-        raise AssertionError(f"network access attempted: {args[0]!r}")
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
     import matplotlib.pyplot as plt
 
     monkeypatch.setattr(plt, "show", lambda: None)

@@ -30,8 +30,6 @@ from rankmix.datasets import (
     load_preflib,
 )
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 # N, n, distinct orders and length distribution {t: count}, from
 # shared/data/irish/PROVENANCE.txt.
 IRISH = {
@@ -75,23 +73,6 @@ HEADER = """\
 # ALTERNATIVE NAME 2: b
 # ALTERNATIVE NAME 3: c
 """  # 9 lines: the first order is on line 10
-
-
-@pytest.fixture(scope="module")
-def shared_data():
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"the shared data folder {SHARED_DATA} is absent")
-    return SHARED_DATA
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Make any attempt to open a URL fail the test."""
-
-    def urlopen(*args, **kwargs):
-        raise AssertionError(f"network access attempted: {args[0]!r}")
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
 
 
 def fill_cache(data_home, *files):
@@ -481,7 +462,9 @@ def test_a_downloaded_file_with_ties_is_cached_whatever_ties_says(tmp_path, serv
     with pytest.raises(ValueError, match="tie"):
         fetch_preflib("toy/t.toc", data_home=home, base_url=base_url)
     assert (home / "preflib" / "t.toc").is_file()
-    bunch = fetch_preflib("toy/t.toc", data_home=home, base_url=base_url, ties="truncate")
+    bunch = fetch_preflib(
+        "toy/t.toc", data_home=home, base_url=base_url, ties="truncate"
+    )
     assert len(requests) == 1
     assert bunch.data.tolist() == [[0, -1, -1], [1, 0, 2]]
 

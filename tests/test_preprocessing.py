@@ -7,7 +7,6 @@ import math
 import pickle
 import warnings
 from itertools import permutations
-from pathlib import Path
 
 import joblib
 import numpy as np
@@ -26,7 +25,9 @@ from rankmix._validation import check_rankings
 from rankmix.metrics import vi_scorer
 from rankmix.preprocessing import ScoresToRankings
 
-JESTER = Path(__file__).resolve().parents[2] / "shared" / "data" / "jester"
+from .conftest import SHARED_DATA
+
+JESTER = SHARED_DATA / "jester"
 
 
 # -- a plain-Python reference ----------------------------------------------------
