@@ -48,7 +48,7 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _log_joint import log_joint  # noqa: E402
+from _liang import chain_factory, log_joint, make_data  # noqa: E402
 from _machine import print_machine  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
@@ -61,14 +61,7 @@ SAMPLERS = (
     "gibbs+split-merge+permutation",
 )
 STARTS = ("one", "random", "many", "sequential")
-D, K, MEAN_VARIANCE = 40, 40, 2.0
-
-
-def make_data(n_samples, seed):
-    rng = np.random.default_rng(seed)
-    means = rng.normal(0.0, np.sqrt(MEAN_VARIANCE), size=(K, D))
-    labels = rng.integers(K, size=n_samples)
-    return means[labels] + rng.standard_normal((n_samples, D)), labels
+D, K = 40, 40
 
 
 def start_params(start, n_samples):
@@ -88,9 +81,7 @@ def make_chain(X, sampler, start, seed):
         random_state=seed,
         **start_params(start, len(X)),
     )
-    model._validate_params()
-    X = model._prepare(X)
-    return model._chain_factory(X), model
+    return chain_factory(model, X)[0], model
 
 
 def run(X, sampler, start, seconds, seed):
@@ -136,7 +127,7 @@ def main():
         f"one core, one chain per run; d={D}, K={K}, N={args.n_samples}, "
         f"covariance_type='diag', default prior, alpha=1, {args.seconds:g} s per run"
     )
-    X, y = make_data(args.n_samples, args.seed)
+    X, y, _ = make_data(D, K, args.n_samples, args.seed)
     _, model = make_chain(X, "gibbs", "one", args.seed)
     truth = log_joint(model, X, y)
     print(f"log p(c, X) of the true clustering: {truth:.1f}\n")

@@ -45,6 +45,7 @@ import json, os, resource, sys, time
 for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[v] = "1"
 import numpy as np
+from _liang import chain_factory, make_data
 from rankmix import DPGaussianClustering
 
 def rss_mib():
@@ -52,16 +53,13 @@ def rss_mib():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 n, d, k, n_sweeps, covariance_type, seed = json.loads(sys.argv[1])
-rng = np.random.default_rng(seed)
-means = rng.normal(0.0, np.sqrt(2.0), size=(k, d))
-X = means[rng.integers(k, size=n)] + rng.standard_normal((n, d))
+X = make_data(d, k, n, seed)[0]
 after_data = rss_mib()
 model = DPGaussianClustering(covariance_type=covariance_type, n_chains=1,
                              random_state=seed)
-model._validate_params()
-X = model._prepare(X)
+make_chain, X = chain_factory(model, X)
 start = time.perf_counter()
-chain = model._chain_factory(X)(np.random.PCG64(seed))
+chain = make_chain(np.random.PCG64(seed))
 setup = time.perf_counter() - start
 times = []
 for _ in range(n_sweeps):

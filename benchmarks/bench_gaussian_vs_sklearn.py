@@ -69,7 +69,7 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _log_joint import log_joint  # noqa: E402
+from _liang import MEAN_VARIANCE, log_joint, make_data  # noqa: E402
 from _machine import package_version, print_machine  # noqa: E402
 from scipy.special import logsumexp  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
@@ -82,16 +82,6 @@ from rankmix.metrics import variation_of_information  # noqa: E402
 
 SETTINGS = ((2, 5), (10, 10), (40, 40), (80, 40))
 QUICK_SETTINGS = ((2, 5), (10, 10))
-MEAN_VARIANCE = 2.0
-
-
-def make_data(d, n_clusters, n_train, n_test, seed_seq):
-    """Liang et al.'s mixture: means ~ N(0, 2 I), equal weights, unit covariances."""
-    rng = np.random.default_rng(seed_seq)
-    means = rng.normal(0.0, np.sqrt(MEAN_VARIANCE), size=(n_clusters, d))
-    labels = rng.integers(n_clusters, size=n_train + n_test)
-    X = means[labels] + rng.standard_normal((n_train + n_test, d))
-    return X[:n_train], labels[:n_train], X[n_train:], means
 
 
 def true_log_joint(X, means):
@@ -329,9 +319,10 @@ def main():
             results = {name: [] for name in names}
             for rep in range(args.repeats):
                 data_seed = np.random.SeedSequence([args.seed, d, n_clusters, rep, 0])
-                X, y, X_test, means = make_data(
-                    d, n_clusters, args.n_train, args.n_test, data_seed
+                X, y, means = make_data(
+                    d, n_clusters, args.n_train + args.n_test, data_seed
                 )
+                X, y, X_test = X[: args.n_train], y[: args.n_train], X[args.n_train :]
                 fit_seed = int(
                     np.random.SeedSequence(
                         [args.seed, d, n_clusters, rep, 1]
