@@ -298,11 +298,10 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
             raise ImportError(
                 "to_inference_data needs ArviZ: pip install arviz"
             ) from None
-        posterior = {k: v[:, self.burn_in :] for k, v in self.trace_.items()}
-        warmup = {k: v[:, : self.burn_in] for k, v in self.trace_.items()}
-        groups = {"posterior": posterior}
-        if self.burn_in > 0:
-            groups["warmup_posterior"] = warmup
+        trace, burn_in = self.trace_, self.burn_in
+        groups = {"posterior": {k: v[:, burn_in:] for k, v in trace.items()}}
+        if burn_in > 0:
+            groups["warmup_posterior"] = {k: v[:, :burn_in] for k, v in trace.items()}
         # save_warmup: both APIs drop warmup groups unless told (their rcParams
         # default is False)
         if int(arviz.__version__.split(".")[0]) >= 1:

@@ -137,10 +137,8 @@ def _run_chain(
     kept_labels, kept_parameters = [], []
     for sweep in range(n_iter):
         chain.sweep()
-        trace["n_clusters"][sweep] = chain.n_clusters
-        trace["log_joint"][sweep] = chain.log_joint
-        for name in extra:
-            trace[name][sweep] = getattr(chain, name)
+        for name, values in trace.items():
+            values[sweep] = getattr(chain, name)
         if sweep >= burn_in and (sweep - burn_in) % thin == 0:
             labels, *parameters = chain.snapshot()
             kept_labels.append(labels)
