@@ -7,12 +7,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, _fit_context
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._engine import n_kept_draws, run_chains
+from ._sklearn_compat import Interval, _fit_context
 
 
 class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta):

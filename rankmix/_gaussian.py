@@ -8,12 +8,12 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._base import BaseDPMixture
 from ._gaussian_chain import GaussianChain, describe_states
 from ._gaussian_kernels import NIWModel
+from ._sklearn_compat import Interval, StrOptions
 
 # The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
 _MOVES = ("gibbs", "split-merge", "permutation")

@@ -8,11 +8,11 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import integrate, optimize
 from scipy.special import gammaln
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _kernels, mallows
 from ._base import BaseDPMixture
 from ._mallows_chain import MallowsChain
+from ._sklearn_compat import Interval, StrOptions
 from ._validation import check_rankings, ranking_lengths
 
 

@@ -17,10 +17,10 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import make_pipeline
-from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rankmix import DPMallowsClustering
+from rankmix._sklearn_compat import InvalidParameterError
 from rankmix._validation import check_rankings
 from rankmix.metrics import vi_scorer
 from rankmix.preprocessing import ScoresToRankings

@@ -18,13 +18,13 @@ from contextlib import suppress
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import (
+
+from .._sklearn_compat import (
     HasMethods,
     Interval,
     StrOptions,
     validate_params,
 )
-
 from ._preflib import _DATA_TYPES, _open_lines, _PrefLibReader, load_preflib
 
 __all__ = [

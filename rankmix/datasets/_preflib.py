@@ -17,8 +17,8 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.utils import Bunch
-from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
+from .._sklearn_compat import HasMethods, StrOptions, validate_params
 from .._validation import check_rankings
 
 __all__ = ["load_preflib"]

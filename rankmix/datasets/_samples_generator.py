@@ -6,10 +6,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, validate_params
 
 from .. import _kernels, mallows
 from .._rng import as_bit_generator
+from .._sklearn_compat import Interval, validate_params
 from .._validation import check_theta
 
 # The four synthetic data sets of Meila & Chen (2010), Section 6: n = 20 items,

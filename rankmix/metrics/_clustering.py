@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_array, check_consistent_length
-from sklearn.utils._param_validation import validate_params
+
+from .._sklearn_compat import validate_params
 
 __all__ = ["variation_of_information", "vi_scorer"]
 

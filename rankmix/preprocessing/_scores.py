@@ -8,13 +8,15 @@ from numbers import Integral
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._sklearn_compat import (
+    Interval,
+    StrOptions,
     _check_feature_names_in,
-    check_is_fitted,
-    validate_data,
+    _fit_context,
 )
 
 __all__ = ["ScoresToRankings"]

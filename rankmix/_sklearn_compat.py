@@ -1,0 +1,47 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The one place where rankmix imports scikit-learn's private API.
+
+rankmix declares its parameters the way scikit-learn does (``_parameter_constraints``
+checked by ``_fit_context``, ``validate_params`` on public functions) and reuses
+``_check_feature_names_in`` for ``get_feature_names_out``. Those helpers live in
+scikit-learn's private modules, which may change in any release. Every rankmix
+module imports them from here, so a change in scikit-learn costs one edit in one
+file, and ``pyproject.toml`` bounds scikit-learn above by the newest release that
+the test suite has passed against (CI also runs the estimator checks against the
+newest release on the package index, so the bound is raised deliberately).
+
+This follows imbalanced-learn's ``imblearn/utils/_sklearn_compat.py`` in spirit;
+the ``sklearn-compat`` package covers only ``_fit_context`` and
+``validate_params``, not the constraint classes, so it would not remove the
+private imports.
+"""
+
+try:
+    from sklearn.base import _fit_context
+    from sklearn.utils._param_validation import (
+        HasMethods,
+        Interval,
+        InvalidParameterError,
+        StrOptions,
+        validate_params,
+    )
+    from sklearn.utils.validation import _check_feature_names_in
+except ImportError as error:  # pragma: no cover - only with an untested release
+    import sklearn
+
+    raise ImportError(
+        f"rankmix needs scikit-learn's parameter-validation helpers, which "
+        f"scikit-learn {sklearn.__version__} no longer provides ({error}). "
+        f"Install a supported release: pip install 'scikit-learn>=1.6,<1.10'."
+    ) from error
+
+__all__ = [
+    "HasMethods",
+    "Interval",
+    "InvalidParameterError",
+    "StrOptions",
+    "_check_feature_names_in",
+    "_fit_context",
+    "validate_params",
+]
