@@ -21,6 +21,7 @@ from numpy.testing import assert_array_equal
 
 from rankmix._validation import check_rankings, ranking_lengths
 from rankmix.datasets import (
+    _fetchers,
     fetch_apa,
     fetch_irish,
     fetch_preflib,
@@ -467,6 +468,107 @@ def test_a_downloaded_file_with_ties_is_cached_whatever_ties_says(tmp_path, serv
     )
     assert len(requests) == 1
     assert bunch.data.tolist() == [[0, -1, -1], [1, 0, 2]]
+
+
+def test_the_checksum_registry_matches_the_shared_files(shared_data):
+    # the shared copies come from PREFLIB_COMMIT (see their PROVENANCE.txt)
+    folders = {"00001": "irish", "00014": "sushi", "00028": "apa_preflib"}
+    assert len(_fetchers._PREFLIB_SHA256) == 16
+    for relative_path, sha256 in _fetchers._PREFLIB_SHA256.items():
+        file_name = relative_path.rsplit("/", 1)[-1]
+        local = shared_data / folders[file_name[:5]] / file_name
+        assert _fetchers._sha256(local) == sha256, file_name
+    assert _fetchers.PREFLIB_COMMIT in _fetchers.PREFLIB_BASE_URL
+
+
+def test_the_default_url_checks_the_checksum(tmp_path, monkeypatch):
+    # a file that changed at its source is refused, and nothing is cached
+    urls = []
+
+    def urlopen(url, timeout):
+        urls.append(url)
+        return io.BytesIO(b"# NUMBER ALTERNATIVES: 2\n1: 1,2\n")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    home = tmp_path / "home"
+    with pytest.raises(OSError, match="SHA-256 .* not the expected .*not cached"):
+        fetch_irish("meath", data_home=home)
+    assert urls == [_fetchers.PREFLIB_BASE_URL + "00001%20-%20irish/00001-00000003.soi"]
+    assert list((home / "preflib").iterdir()) == []
+
+
+def test_a_checked_download_is_cached(shared_data, tmp_path, server):
+    base_url, site, requests = server
+    folder = site / "datasets" / "00028 - apa"
+    folder.mkdir(parents=True)
+    shutil.copy(shared_data / "apa_preflib" / "00028-00000001.soi", folder)
+    url = base_url + "00028%20-%20apa/00028-00000001.soi"
+    sha256 = _fetchers._PREFLIB_SHA256["00028 - apa/00028-00000001.soi"]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    _fetchers._download(url, str(cache / "good.soi"), sha256=sha256)
+    with pytest.raises(OSError, match="not the expected"):
+        _fetchers._download(url, str(cache / "bad.soi"), sha256="0" * 64)
+    assert [p.name for p in cache.iterdir()] == ["good.soi"]
+    assert _fetchers._sha256(cache / "good.soi") == sha256
+
+
+@pytest.fixture
+def flaky_server(tmp_path, monkeypatch):
+    """A local server that answers 503 to the first two requests, then the file."""
+    monkeypatch.setenv("no_proxy", "*")
+    body = b"# NUMBER ALTERNATIVES: 2\n1: 1,2\n1: 2,1\n"
+    requests = []
+
+    class Handler(_QuietHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            if self.path.startswith("/missing") or len(requests) <= 2:
+                code = 404 if self.path.startswith("/missing") else 503
+                self.send_error(code)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_passing_failures_are_retried(tmp_path, flaky_server):
+    base_url, requests = flaky_server
+    path = tmp_path / "t.soc"
+    _fetchers._download(base_url + "t.soc", str(path), n_retries=3, delay=0.01)
+    assert len(requests) == 3  # two 503 answers, then the file
+    assert path.read_bytes().startswith(b"# NUMBER ALTERNATIVES: 2")
+
+
+def test_a_404_is_not_retried(tmp_path, flaky_server):
+    base_url, requests = flaky_server
+    with pytest.raises(OSError, match="answered 404"):
+        _fetchers._download(
+            base_url + "missing/t.soc", str(tmp_path / "t.soc"), delay=0.01
+        )
+    assert len(requests) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_retries_give_up(tmp_path, flaky_server):
+    base_url, requests = flaky_server
+    with pytest.raises(OSError, match="answered 503"):
+        _fetchers._download(
+            base_url + "t.soc", str(tmp_path / "t.soc"), n_retries=1, delay=0.01
+        )
+    assert len(requests) == 2
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- named data sets --------------------------------------------------------

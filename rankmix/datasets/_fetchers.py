@@ -8,9 +8,11 @@ a cache folder on the user's machine, and reads it with :func:`load_preflib`
 (:mod:`rankmix.datasets._preflib`), which reads any file.
 """
 
+import hashlib
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,6 +31,7 @@ from ._preflib import _DATA_TYPES, _open_lines, _PrefLibReader, load_preflib
 
 __all__ = [
     "PREFLIB_BASE_URL",
+    "PREFLIB_COMMIT",
     "fetch_apa",
     "fetch_irish",
     "fetch_preflib",
@@ -37,11 +40,67 @@ __all__ = [
     "load_apa1980",
 ]
 
-# The PrefLib-Data repository is PrefLib's own source of its files; GitHub serves
-# them reliably and a commit hash in place of "main" pins a version.
-PREFLIB_BASE_URL = (
-    "https://raw.githubusercontent.com/PrefLib/PrefLib-Data/main/datasets/"
-)
+# The PrefLib-Data repository is PrefLib's own source of its files. The default is
+# pinned to one commit (of the fork whose copies the tests were checked against), so
+# that a file changed upstream never reaches users silently: each file rankmix
+# names has its SHA-256 below, checked on every download from this URL.
+PREFLIB_COMMIT = "e70f12c3f1ee0dfa6f7974618522df0aa4ce9d91"
+PREFLIB_BASE_URL = f"https://raw.githubusercontent.com/fleverest/PrefLib-Data/{PREFLIB_COMMIT}/datasets/"
+
+# SHA-256 of the files of the named data sets at PREFLIB_COMMIT. A small registry
+# in the code, as scikit-learn's fetchers keep theirs, rather than pooch: sixteen
+# files do not justify a dependency, and the download, the atomic rename and the
+# parse check were already here.
+_PREFLIB_SHA256 = {
+    "00001 - irish/00001-00000001.soi": (
+        "2893eaa73ef003d245d7b62a6b521690b8e33e3a35fce61e6d2218c5b24236e3"
+    ),
+    "00001 - irish/00001-00000002.soi": (
+        "44732e5d9029ab7230284cb07fd83bef6e097e85a34e32ad487b4413a2641462"
+    ),
+    "00001 - irish/00001-00000003.soi": (
+        "4c07ec8222fc749a9d18930d87a66528fb0eca06815b594c833cc7cf36729245"
+    ),
+    "00014 - sushi/00014-00000001.soc": (
+        "21dfffb9e30a868749da6b3eb06ce1f08205e2198869ccd7d772af1e186f3479"
+    ),
+    "00028 - apa/00028-00000001.soi": (
+        "968a8d934b90480b565b79a7f2533f449f04eff0d6b999108b7b68bcec75a3e7"
+    ),
+    "00028 - apa/00028-00000002.soi": (
+        "6df10534c5432a9050101b18e6b6fe64e53d697bca033d34f1de018fa009b69c"
+    ),
+    "00028 - apa/00028-00000003.soi": (
+        "85d7ddc613326e4fc82e32c25c1f0aaf06ccfb4f9e5d0a10b5ae9879e2cb2f3d"
+    ),
+    "00028 - apa/00028-00000004.soi": (
+        "feefe893ed0e21421fccc4505899fa0da57a2458cc1875d206ba4845263357d9"
+    ),
+    "00028 - apa/00028-00000005.soi": (
+        "180540578b1a655f9b8314a78027fec91d5547d41c295bad319d41f96f7d798d"
+    ),
+    "00028 - apa/00028-00000006.soi": (
+        "9111ae296ed1ba7a6ce9dcf5e00082e071cc4ef966db638edef0c5d070d75344"
+    ),
+    "00028 - apa/00028-00000007.soi": (
+        "daf4e4a74d03785aee4a95bdb4fa74a3d9de907a94e453857e335544028bf8a8"
+    ),
+    "00028 - apa/00028-00000008.soi": (
+        "711d5d8601a54d32dfe2a8c5f5893afc67e543c679ca158978866789f559f3de"
+    ),
+    "00028 - apa/00028-00000009.soi": (
+        "0ec5cf0bcc4ee53637c48e87d169bca675850ec1dad27481bcd28ade4ecec1f6"
+    ),
+    "00028 - apa/00028-00000010.soi": (
+        "135824f877d7475684b141f290c1fcaf5b2129b4731d3645cdc7bb719a533d5d"
+    ),
+    "00028 - apa/00028-00000011.soi": (
+        "abc2b728395d7ac2e3fcd9d9775b1b28e4ddc35b70df6b9e871afb64dd3e5c13"
+    ),
+    "00028 - apa/00028-00000012.soi": (
+        "891bfa7ce7dd8ffb0a36f9755f63b90eb71319c0545c6e92283e9b9f8ff84457"
+    ),
+}
 
 # Folders of the series whose files can be fetched by bare file name, in the
 # layout of PrefLib-Data ("<series> - <abbreviation>/<file>").
@@ -53,6 +112,12 @@ _SERIES_FOLDERS = {
 
 # A download that stalls this long (seconds) is given up.
 _TIMEOUT = 60
+
+# A download that fails for a passing reason (no answer, a refused connection, a
+# 5xx answer) is tried this many more times, after RETRY_DELAY, 2 * RETRY_DELAY,
+# ... seconds; a 4xx answer (a wrong name) is final.
+_N_RETRIES = 3
+_RETRY_DELAY = 1.0
 
 
 def get_data_home(data_home=None):
@@ -124,11 +189,13 @@ def fetch_preflib(
         If False, raise an OSError instead of downloading a file that is not
         in the cache.
     base_url : str, default=PREFLIB_BASE_URL
-        URL of the folder that holds the series folders: PrefLib-Data on GitHub
-        (``https://raw.githubusercontent.com/PrefLib/PrefLib-Data/main/datasets/``).
-        Replace ``main`` by a commit hash to pin a version. PrefLib's web site,
-        ``https://www.preflib.org/static/data/``, names its folders differently
-        (``irish/...``), so pass relative paths with it.
+        URL of the folder that holds the series folders: by default PrefLib-Data
+        on GitHub at the commit ``PREFLIB_COMMIT``, where the files of the named
+        data sets have known SHA-256 checksums that every download is checked
+        against. Another URL (say PrefLib-Data's moving ``main`` branch, or
+        PrefLib's web site ``https://www.preflib.org/static/data/``, which names
+        its folders differently, so pass relative paths with it) is used
+        without checksums: only the parse check applies.
     ties : {"raise", "truncate"}, default="raise"
         Handling of tied orders; see :func:`load_preflib`.
 
@@ -169,8 +236,11 @@ def fetch_preflib(
                 "download_if_missing=False."
             )
         url = base_url.rstrip("/") + "/" + urllib.parse.quote(relative_path)
+        sha256 = None
+        if base_url == PREFLIB_BASE_URL:
+            sha256 = _PREFLIB_SHA256.get(relative_path)
         os.makedirs(folder, exist_ok=True)
-        _download(url, path)
+        _download(url, path, sha256=sha256)
     return load_preflib(path, ties=ties)
 
 
@@ -198,37 +268,57 @@ def _relative_path(name):
     return f"{_SERIES_FOLDERS[series]}/{file_name}"
 
 
-def _download(url, path):
-    """Download ``url`` to ``path`` atomically, keeping it only if it parses.
+def _download(url, path, *, sha256=None, n_retries=None, delay=None):
+    """Download ``url`` to ``path`` atomically, keeping it only if it checks out.
 
-    The check reads ties leniently: whether the caller accepts a file with ties
-    is decided when the cached file is read, so such a file is cached once.
+    A file is kept only if its SHA-256 is ``sha256`` (when given) and it parses.
+    The parse check reads ties leniently: whether the caller accepts a file with
+    ties is decided when the cached file is read, so such a file is cached once.
+    Passing failures (no answer, a refused connection, a 5xx answer) are retried
+    ``n_retries`` times with a growing delay; a 4xx answer is final.
     """
+    n_retries = _N_RETRIES if n_retries is None else n_retries
+    delay = _RETRY_DELAY if delay is None else delay
     folder, file_name = os.path.split(path)
     # A hidden temporary name in the same folder: os.replace is then atomic, and
     # the extension still tells load_preflib the data type.
     descriptor, partial = tempfile.mkstemp(
         dir=folder, prefix=f".{file_name}.", suffix=os.path.splitext(file_name)[1]
     )
+    os.close(descriptor)
     try:
-        try:
-            with (
-                os.fdopen(descriptor, "wb") as out,
-                urllib.request.urlopen(url, timeout=_TIMEOUT) as response,
-            ):
-                shutil.copyfileobj(response, out)
-        except urllib.error.HTTPError as exc:
-            raise OSError(
-                f"Downloading {url} failed: the server answered {exc.code} "
-                f"{exc.reason}. Check the name and base_url."
-            ) from exc
-        except OSError as exc:  # URLError, timeouts, refused connections
-            reason = getattr(exc, "reason", exc)
-            raise OSError(
-                f"Cannot download {url} ({reason}), and {file_name} is not in the "
-                f"cache folder {folder}. Connect to the internet, or copy the file "
-                "into that folder by hand."
-            ) from exc
+        for attempt in range(n_retries + 1):
+            try:
+                with (
+                    open(partial, "wb") as out,
+                    urllib.request.urlopen(url, timeout=_TIMEOUT) as response,
+                ):
+                    shutil.copyfileobj(response, out)
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 or attempt == n_retries:
+                    raise OSError(
+                        f"Downloading {url} failed: the server answered {exc.code} "
+                        f"{exc.reason}. Check the name and base_url."
+                    ) from exc
+            except OSError as exc:  # URLError, timeouts, refused connections
+                if attempt == n_retries:
+                    reason = getattr(exc, "reason", exc)
+                    raise OSError(
+                        f"Cannot download {url} ({reason}; {n_retries + 1} tries), "
+                        f"and {file_name} is not in the cache folder {folder}. "
+                        "Connect to the internet, or copy the file into that "
+                        "folder by hand."
+                    ) from exc
+            time.sleep(delay * (attempt + 1))
+        if sha256 is not None:
+            found = _sha256(partial)
+            if found != sha256:
+                raise OSError(
+                    f"The file downloaded from {url} has SHA-256 {found}, not the "
+                    f"expected {sha256}, so it was not cached: the download was "
+                    "corrupted or the file changed at its source."
+                )
         try:
             load_preflib(partial, ties="truncate")
         except ValueError as exc:
@@ -240,6 +330,15 @@ def _download(url, path):
     finally:
         with suppress(FileNotFoundError):
             os.remove(partial)
+
+
+def _sha256(path):
+    """The SHA-256 of a file, as hexadecimal."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _with_source(bunch, citation, licence):
