@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """rankmix: Dirichlet-process mixtures of rankings and vectors, fitted by MCMC."""
 
+# First, so that an unbuilt source folder fails with a message that says so.
+from . import _check_build  # noqa: F401  isort: skip
 from . import mallows
 from ._gaussian import DPGaussianClustering
 from ._mallows import DPMallowsClustering
