@@ -65,7 +65,7 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-ctypedef Py_ssize_t intp_t
+from ._slots cimport intp_t, relabel_first_appearance
 
 #: Largest contingency table, in cells, that is counted in a dense buffer; pairs
 #: of draws with ``K_U * K_V`` above it go through the grouped (sorted) path. The
@@ -88,43 +88,35 @@ INT32_MAX = 2**31 - 1
 # Relabelling
 # ---------------------------------------------------------------------------
 
-cdef intp_t _relabel_row(
-    const intp_t* row,      # IN (n,) labels in 0..lut_size-1
-    intp_t n,
-    intp_t* lut,            # WORK (lut_size,) all -1 on entry and on exit
-    intp_t* firsts,         # WORK (n,)
-    int32_t* out,           # OUT (n,) codes 0..K-1 in order of first appearance
-) noexcept nogil:
-    """Relabel one draw to contiguous codes; return its number of clusters K."""
-    cdef intp_t p, x, c, k = 0
-    for p in range(n):
-        x = row[p]
-        c = lut[x]
-        if c < 0:
-            c = k
-            lut[x] = k
-            firsts[k] = x
-            k += 1
-        out[p] = <int32_t> c
-    for c in range(k):
-        lut[firsts[c]] = -1
-    return k
+def number_by_first_appearance(const intp_t[::1] labels, intp_t n_labels):
+    """Number labels ``0..n_labels-1`` by order of first appearance.
 
+    How a chain's snapshot names its clusters: slot ids mean nothing to the
+    user, and two states equal up to a renaming of the slots get equal labels.
 
-cdef void _relabel(
-    const intp_t[:, ::1] labels,
-    intp_t lut_size,
-    intp_t* lut,            # WORK (lut_size,)
-    intp_t* firsts,         # WORK (n,)
-    int32_t[:, ::1] codes,
-    intp_t[::1] n_clusters,
-) noexcept nogil:
-    cdef intp_t s, p
-    cdef intp_t n_draws = labels.shape[0], n = labels.shape[1]
-    for p in range(lut_size):
-        lut[p] = -1
-    for s in range(n_draws):
-        n_clusters[s] = _relabel_row(&labels[s, 0], n, lut, firsts, &codes[s, 0])
+    Parameters
+    ----------
+    labels : ndarray of intp of shape (n,)
+        Labels in ``0..n_labels-1``.
+    n_labels : int
+        One more than the largest label that may occur.
+
+    Returns
+    -------
+    codes : ndarray of int32 of shape (n,)
+        ``0..K-1``, the first label met numbered 0.
+    firsts : ndarray of intp of shape (K,)
+        The label numbered ``k``, for each ``k``.
+    """
+    cdef intp_t n = labels.shape[0], k
+    if n == 0:
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.intp)
+    cdef int32_t[::1] codes = np.empty(n, dtype=np.int32)
+    cdef intp_t[::1] firsts = np.empty(max(min(n, n_labels), 1), dtype=np.intp)
+    cdef intp_t[::1] lut = np.full(max(n_labels, 1), -1, dtype=np.intp)
+    with nogil:
+        k = relabel_first_appearance(&labels[0], n, &lut[0], &firsts[0], &codes[0])
+    return np.asarray(codes), np.asarray(firsts[:k])
 
 
 def _check_labels(label_samples):
@@ -167,23 +159,32 @@ def _check_labels(label_samples):
         # Huge label values: factorise them all first (codes < S * N).
         labels = np.unique(labels, return_inverse=True)[1].reshape(n_draws, n_samples)
         high = int(labels.max())
-    cdef const intp_t[:, ::1] labels_view = np.ascontiguousarray(labels, dtype=np.intp)
-
     codes = np.empty((n_draws, n_samples), dtype=np.int32)
     n_clusters = np.empty(n_draws, dtype=np.intp)
     cdef int32_t[:, ::1] codes_view = codes
     cdef intp_t[::1] n_clusters_view = n_clusters
-    cdef intp_t lut_size = high + 1
+    cdef const intp_t[::1] row_view
+    cdef intp_t s, p, n = n_samples, lut_size = high + 1
     cdef intp_t* lut = <intp_t*> malloc(lut_size * sizeof(intp_t))
     cdef intp_t* firsts = <intp_t*> malloc(n_samples * sizeof(intp_t))
     if lut == NULL or firsts == NULL:
         free(lut)
         free(firsts)
         raise MemoryError()
-    with nogil:
-        _relabel(labels_view, lut_size, lut, firsts, codes_view, n_clusters_view)
-    free(lut)
-    free(firsts)
+    for p in range(lut_size):
+        lut[p] = -1
+    try:
+        # One row at a time: the engine's draws come in the smallest integer
+        # dtype that holds them, and a whole (S, N) copy as intp would be the
+        # largest array of the fit.
+        for s in range(n_draws):
+            row_view = np.ascontiguousarray(labels[s], dtype=np.intp)
+            with nogil:
+                n_clusters_view[s] = relabel_first_appearance(
+                    &row_view[0], n, lut, firsts, &codes_view[s, 0])
+    finally:
+        free(lut)
+        free(firsts)
     return codes, n_clusters
 
 

@@ -46,7 +46,7 @@ RHAT_THRESHOLD = 1.1
 class ChainResult:
     """Everything one chain returns: kept draws and per-sweep traces."""
 
-    labels: np.ndarray  # (n_kept, N)
+    labels: np.ndarray  # (n_kept, N) int32
     parameters: list  # per kept draw, the snapshot's parameter tuple
     trace: dict  # name -> (n_iter,): "n_clusters", "log_joint" and any extras
 
@@ -55,7 +55,7 @@ class ChainResult:
 class Posterior:
     """The pooled output of all chains."""
 
-    label_samples: np.ndarray  # (n_draws, N), chains stacked
+    label_samples: np.ndarray  # (n_draws, N), chains stacked, smallest int dtype
     parameters: list  # per draw, as label_samples
     trace: dict  # name -> (n_chains, n_iter)
     best_draw: int  # index of the point estimate in label_samples
@@ -116,7 +116,15 @@ def run_chains(
         )
     finally:  # also when a chain fails or the user interrupts
         progress.close()
-    label_samples = np.concatenate([result.labels for result in results])
+    # The snapshots number clusters 0..K-1, so the largest label is the largest
+    # K less one: store the draws in the smallest integer dtype that holds it
+    # (int8 for up to 128 clusters), copied once from the chains' int32 blocks.
+    n_clusters_max = max(int(result.labels.max(initial=0)) for result in results) + 1
+    label_samples = np.concatenate(
+        [result.labels for result in results],
+        dtype=_smallest_label_dtype(n_clusters_max - 1),
+        casting="same_kind",
+    )
     parameters = [p for result in results for p in result.parameters]
     trace = {
         name: np.stack([result.trace[name] for result in results])
@@ -134,17 +142,30 @@ def _run_chain(
     trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
     for name in ("log_joint", *extra):
         trace[name] = np.empty(n_iter, dtype=np.float64)
-    kept_labels, kept_parameters = [], []
+    kept_labels, kept_parameters = None, []
     for sweep in range(n_iter):
         chain.sweep()
         for name, values in trace.items():
             values[sweep] = getattr(chain, name)
         if sweep >= burn_in and (sweep - burn_in) % thin == 0:
             labels, *parameters = chain.snapshot()
-            kept_labels.append(labels)
+            if kept_labels is None:  # int32 codes: the snapshot's dtype
+                kept_labels = np.empty(
+                    (n_kept_draws(n_iter, burn_in, thin), labels.shape[0]),
+                    dtype=labels.dtype,
+                )
+            kept_labels[len(kept_parameters)] = labels
             kept_parameters.append(tuple(parameters))
         progress.update(index, sweep, chain.n_clusters, chain.log_joint)
-    return ChainResult(np.array(kept_labels), kept_parameters, trace)
+    return ChainResult(kept_labels, kept_parameters, trace)
+
+
+def _smallest_label_dtype(max_label):
+    """The smallest signed integer dtype that holds ``0..max_label``."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if max_label <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
 
 
 def n_kept_draws(n_iter, burn_in, thin):

@@ -88,6 +88,7 @@ from ._gaussian_kernels cimport (
     state_remove,
 )
 from ._permutation cimport SegmentDP, SegmentModel, digamma
+from ._consensus import number_by_first_appearance
 from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
@@ -813,7 +814,7 @@ cdef class GaussianChain:
 
         Returns
         -------
-        labels : ndarray of shape (N,)
+        labels : ndarray of shape (N,), dtype int32
         means : ndarray of shape (K, d)
             Posterior means m_n of the cluster means (also the predictive locations).
         covariances : ndarray of shape (K, d, d) or (K, d)
@@ -829,17 +830,8 @@ cdef class GaussianChain:
             The concentration of this state.
         sizes : ndarray of shape (K,)
         """
-        cdef intp_t i, c, k = 0
-        new_label = np.full(self.slots.capacity, -1, dtype=np.intp)
-        labels = np.empty(self.N, dtype=np.intp)
-        order = []
-        for i in range(self.N):
-            c = self.labels[i]
-            if new_label[c] < 0:
-                new_label[c] = k
-                order.append(c)
-                k += 1
-            labels[i] = new_label[c]
+        labels, order = number_by_first_appearance(
+            self.labels, self.slots.capacity)
         states = np.asarray(<double[:self.slots.capacity * self.W]> self.states).reshape(
             self.slots.capacity, self.W)[order]
         return (labels, *describe_states(self.model, states), self.alpha,

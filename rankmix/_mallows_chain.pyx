@@ -30,6 +30,7 @@ from ._kernels cimport (
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, transposition_pass, weighted_statistics,
 )
+from ._consensus import number_by_first_appearance
 from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
@@ -683,31 +684,17 @@ cdef class MallowsChain:
 
         Returns
         -------
-        labels : ndarray of shape (N,)
+        labels : ndarray of shape (N,), dtype int32
         sigmas : ndarray of shape (K, n)
         thetas : ndarray of shape (K, T)
         sizes : ndarray of shape (K,)
         """
-        cdef intp_t i, j, c, k = 0
-        new_label = np.full(self.slots.capacity, -1, dtype=np.intp)
-        labels = np.empty(self.N, dtype=np.intp)
-        order = []
-        for i in range(self.N):
-            c = self.labels[i]
-            if new_label[c] < 0:
-                new_label[c] = k
-                order.append(c)
-                k += 1
-            labels[i] = new_label[c]
-        sigmas = np.empty((k, self.n), dtype=np.intp)
-        thetas = np.empty((k, self.T), dtype=np.float64)
-        sizes = np.empty(k, dtype=np.intp)
-        for k, c in enumerate(order):
-            for j in range(self.n):
-                sigmas[k, j] = self.sigma[c * self.n + j]
-            for j in range(self.T):
-                thetas[k, j] = self.theta[c * self.T + j]
-            sizes[k] = self.size[c]
+        labels, order = number_by_first_appearance(
+            self.labels, self.slots.capacity)
+        cdef intp_t capacity = self.slots.capacity
+        sigmas = np.asarray(<intp_t[:capacity * self.n]> self.sigma).reshape(capacity, self.n)[order]
+        thetas = np.asarray(<double[:capacity * self.T]> self.theta).reshape(capacity, self.T)[order]
+        sizes = np.asarray(<intp_t[:capacity]> self.size)[order]
         return labels, sigmas, thetas, sizes
 
     def assignment_log_weights(self, intp_t i):

@@ -9,6 +9,7 @@ no relabelling pass over the data is ever needed. The chain owns its per-slot
 payload (parameters, statistics) and grows it alongside with :func:`grow_array`.
 """
 
+from libc.stdint cimport int32_t
 from libc.stdlib cimport free, realloc
 
 ctypedef Py_ssize_t intp_t
@@ -107,3 +108,31 @@ cdef inline void slots_free(Slots* s) noexcept nogil:
     s.capacity = 0
     s.n_active = 0
     s.n_free = 0
+
+
+cdef inline intp_t relabel_first_appearance(
+    const intp_t* labels,   # IN (n,) labels in 0..lut_size-1 (slot ids, say)
+    intp_t n,
+    intp_t* lut,            # WORK (lut_size,) all -1 on entry and on exit
+    intp_t* firsts,         # OUT (K,) firsts[k] is the label numbered k
+    int32_t* codes,         # OUT (n,) codes 0..K-1 in order of first appearance
+) noexcept nogil:
+    """Number the labels of a row 0..K-1 in order of first appearance; return K.
+
+    This is how a chain's snapshot numbers its clusters (slot ids mean nothing to
+    the user) and how the point estimate compares draws: two rows equal up to a
+    renaming of their labels get identical codes. O(n + K), no allocation.
+    """
+    cdef intp_t p, x, c, k = 0
+    for p in range(n):
+        x = labels[p]
+        c = lut[x]
+        if c < 0:
+            c = k
+            lut[x] = k
+            firsts[k] = x
+            k += 1
+        codes[p] = <int32_t> c
+    for c in range(k):
+        lut[firsts[c]] = -1
+    return k

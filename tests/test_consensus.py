@@ -10,6 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from rankmix import _consensus
 from rankmix._consensus import pairwise_vi, vi_consensus
+from rankmix._engine import _smallest_label_dtype
 from rankmix.metrics import variation_of_information
 
 # dense_limit values that send every pair of the tests below through one path:
@@ -246,3 +247,66 @@ def test_bad_labels(func, labels, match):
 def test_bad_dense_limit(func, dense_limit):
     with pytest.raises(ValueError, match="dense_limit"):
         func([[0, 1], [1, 1]], dense_limit=dense_limit)
+
+
+# --- numbering a chain's labels, and the dtype of the kept draws --------------
+
+
+def _first_appearance_reference(labels):
+    numbers, firsts = {}, []
+    for x in labels:
+        if x not in numbers:
+            numbers[x] = len(numbers)
+            firsts.append(x)
+    return [numbers[x] for x in labels], firsts
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_number_by_first_appearance_matches_a_reference(seed):
+    rng = np.random.default_rng(seed)
+    n_labels = int(rng.integers(1, 50))
+    labels = rng.integers(0, n_labels, size=int(rng.integers(1, 200)))
+    codes, firsts = _consensus.number_by_first_appearance(labels, n_labels)
+    expected_codes, expected_firsts = _first_appearance_reference(labels.tolist())
+    assert codes.dtype == np.int32 and firsts.dtype == np.intp
+    assert codes.tolist() == expected_codes
+    assert firsts.tolist() == expected_firsts
+    # the work table is left clean: a second call gives the same answer
+    again = _consensus.number_by_first_appearance(labels, n_labels)
+    assert_array_equal(again[0], codes)
+
+
+def test_number_by_first_appearance_of_nothing():
+    codes, firsts = _consensus.number_by_first_appearance(np.empty(0, np.intp), 3)
+    assert codes.shape == (0,) and firsts.shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "max_label, dtype",
+    [
+        (0, np.int8),
+        (127, np.int8),
+        (128, np.int16),
+        (32767, np.int16),
+        (32768, np.int32),
+        (2**31 - 1, np.int32),
+        (2**31, np.int64),
+    ],
+)
+def test_the_smallest_label_dtype(max_label, dtype):
+    assert _smallest_label_dtype(max_label) == dtype
+
+
+def test_kept_draws_are_stored_in_the_smallest_dtype():
+    from rankmix import DPGaussianClustering
+
+    X = np.concatenate([np.zeros((20, 1)), np.full((20, 1), 50.0)])
+    X += np.random.default_rng(0).normal(size=X.shape)
+    model = DPGaussianClustering(
+        n_iter=6, burn_in=2, n_chains=2, alpha=1e3, random_state=0
+    ).fit(X)
+    samples = model.label_samples_
+    assert samples.dtype == np.int8
+    # every draw numbered 0..K-1 by first appearance
+    for row in samples:
+        assert row.tolist() == _first_appearance_reference(row.tolist())[0]
