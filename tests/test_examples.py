@@ -9,6 +9,7 @@ repository, laid out as the loaders expect, and any attempt to reach the
 network fails the test.
 """
 
+import importlib.util
 import runpy
 import shutil
 from pathlib import Path
@@ -17,7 +18,9 @@ import pytest
 
 from .conftest import SHARED_DATA
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("plot_*.py"))
+# The gallery has one folder per section (examples/<section>/plot_*.py).
+EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("**/plot_*.py"))
 
 # The files each example on real data reads: (file in the shared data folder,
 # folder under the data home). fetch_irish and fetch_sushi read
@@ -38,7 +41,29 @@ def fill_data_home(data_home, files):
         shutil.copy(SHARED_DATA / source, target / Path(source).name)
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)
+def test_gallery_layout():
+    """Each example is in a section folder with a README.txt, in reading order.
+
+    The gallery has one section per folder of examples/ (sphinx-gallery needs
+    the folder's README.txt), and doc/sphinxext/gallery_order.py gives the
+    reading order within each section.
+    """
+    assert len(EXAMPLES) >= 10
+    assert set(DATA_FILES) <= {path.name for path in EXAMPLES}
+    spec = importlib.util.spec_from_file_location(
+        "gallery_order", EXAMPLES_DIR.parent / "doc" / "sphinxext" / "gallery_order.py"
+    )
+    gallery_order = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gallery_order)
+    for path in EXAMPLES:
+        assert path.parent.parent == EXAMPLES_DIR, f"{path} is not in a section"
+        assert (path.parent / "README.txt").is_file(), f"{path.parent} has no README"
+        assert path.name in gallery_order.ORDER, f"{path.name} has no place in ORDER"
+
+
+@pytest.mark.parametrize(
+    "path", EXAMPLES, ids=lambda path: path.relative_to(EXAMPLES_DIR).as_posix()
+)
 def test_example_runs(path, monkeypatch, tmp_path, no_network):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
