@@ -1,68 +1,80 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""The command line of rankmix: ``python -m rankmix {demo,fit}``.
+"""The command line of rankmix: ``rankmix {demo,fit}``, or ``python -m rankmix``.
 
-``demo`` fits :class:`~rankmix.DPMallowsClustering` to one of the synthetic data
-sets of Meila & Chen (2010) and compares it with the truth, then
-:class:`~rankmix.DPGaussianClustering` to the four measurements of Fisher's iris
-flowers (embedded in scikit-learn) against scikit-learn's BayesianGaussianMixture;
-``fit`` clusters a text file of rankings, one per line, item names separated by
-commas, best first.
+``demo`` (:mod:`rankmix._demo`) fits the two estimators to data whose answer is
+known; ``fit`` clusters a file of rankings: a text file, one ranking per line,
+item names best first, or a PrefLib file (:mod:`rankmix._cli_read` reads both).
+The user's documentation is doc/cli.rst.
 """
 
 import argparse
+import csv
+import json
 import math
 import os
 import sys
-import time
-import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 
-from . import __version__, mallows
-from ._gaussian import DPGaussianClustering
+from . import __version__
+from ._cli_common import (
+    InputError,
+    fit_model,
+    n_clusters_per_draw,
+    plural,
+    posterior_n_clusters,
+    print_warnings,
+)
+from ._cli_read import is_preflib, parse_delimiter, read_rankings
+from ._demo import add_parser as add_demo_parser
+from ._demo import run_demo
+from ._engine import RHAT_THRESHOLD, rhat
 from ._mallows import DPMallowsClustering
-from .datasets import make_mallows_mixture
-from .datasets._samples_generator import PAPER_DATASETS
-from .metrics import variation_of_information
 
-PROG = "python -m rankmix"
 SAMPLERS = ("beta-gibbs", "slice-gibbs")
 
-# The demo: data set 1 of Meila & Chen (20 items, top-10 rankings, theta = 1) with
-# 10 clusters, fewer rankings per cluster than the paper's 500 so that it runs in a
-# few seconds; held-out rankings come from the same centres and theta.
-DEMO_DATASET = 1
-DEMO_N_CLUSTERS = 10
-DEMO_N_PER_CLUSTER = 200
-DEMO_N_ITER = 100
+# The name in usage lines and errors when it cannot be told from sys.argv[0].
+DEFAULT_PROG = "python -m rankmix"
 
-# Central rankings of at most this many items are shown whole by default; longer
-# ones are cut after DEFAULT_TOP items.
+# Central rankings and thetas of at most this many entries are shown whole by
+# default; longer ones are cut after DEFAULT_TOP entries.
 SHOW_ALL_ITEMS = 15
 DEFAULT_TOP = 10
 
+# Clusters "that matter" in the summary hold at least this share of the rankings,
+# and at least MIN_CLUSTER_SIZE of them: the point estimate and most draws also
+# hold singletons and pairs that come and go between draws, and counting them
+# makes the number of clusters look larger than the structure of the data.
+MIN_CLUSTER_SHARE = 0.01
+MIN_CLUSTER_SIZE = 2
 
-class InputError(Exception):
-    """A problem with the user's input, reported without a traceback."""
+POINT_ESTIMATE = (
+    "the kept draw with the least mean variation of information to the other kept draws"
+)
 
 
-def main(argv=None):
+def main(argv=None, prog=None):
     """Run the command line.
 
     Parameters
     ----------
     argv : list of str, default=None
         The arguments, without the program name. None reads ``sys.argv[1:]``.
+    prog : str, default=None
+        The program name shown in usage lines and errors. None derives it from
+        ``sys.argv[0]``: ``rankmix`` for the console script, else ``python -m
+        rankmix``.
 
     Returns
     -------
     exit_code : int
-        0 on success, 2 for bad arguments or a bad input file, 130 when
-        interrupted.
+        0 on success, 2 for bad arguments, a bad input file or an output file
+        that cannot be written, 1 when stdout is closed early (a pipe into
+        ``head``), 130 when interrupted.
     """
-    parser = _build_parser()
+    prog = _prog_name(sys.argv[0] if sys.argv else "") if prog is None else prog
+    parser = _build_parser(prog)
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
         parser.print_help()
@@ -76,13 +88,14 @@ def main(argv=None):
         return 0
     try:
         if args.command == "demo":
-            return _run_demo(args)
+            return run_demo(args)
         return _run_fit(args)
     except InputError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        sys.stdout.flush()
+        print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader of stdout (head, for instance) has gone: stop quietly. Point
@@ -92,6 +105,23 @@ def main(argv=None):
         return 1
 
 
+def _prog_name(argv0):
+    """The program name for usage lines, from ``sys.argv[0]``.
+
+    The console script runs as ``.../bin/rankmix`` (``rankmix.exe`` or
+    ``rankmix-script.py`` on Windows); ``python -m rankmix`` runs
+    ``.../rankmix/__main__.py``. Anything else (a test runner, an embedding
+    program) gets the ``python -m`` form, which works wherever rankmix is
+    installed.
+    """
+    name = os.path.basename(argv0 or "").lower()
+    for suffix in (".exe", "-script.py", ".py"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return "rankmix" if name == "rankmix" else DEFAULT_PROG
+
+
 def _exit_code(exc):
     """The integer exit code carried by a SystemExit."""
     if exc.code is None:
@@ -99,110 +129,209 @@ def _exit_code(exc):
     return exc.code if isinstance(exc.code, int) else 1
 
 
-def _build_parser():
+def _build_parser(prog=DEFAULT_PROG):
     """The argument parser, with one subcommand per task.
+
+    Parameters
+    ----------
+    prog : str, default="python -m rankmix"
+        The program name in usage lines.
 
     Returns
     -------
     parser : argparse.ArgumentParser
     """
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         description=(
             "Cluster rankings with Dirichlet-process mixtures of generalized Mallows "
             "models, fitted by MCMC. The number of clusters is inferred from the data."
         ),
-        epilog=f"Run '{PROG} COMMAND --help' for the options of a command.",
+        epilog=f"Run '{prog} COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_demo_parser(commands, _add_sampler_options, _seed, _positive_int)
+    _add_fit_parser(commands)
+    return parser
 
-    demo = commands.add_parser(
-        "demo",
-        help=(
-            "fit a synthetic data set of Meila & Chen (2010), compare with the "
-            "truth; then cluster iris flowers against scikit-learn"
-        ),
-        description=(
-            f"Draw {DEMO_N_CLUSTERS} clusters of rankings from data set {DEMO_DATASET} "
-            "of Meila & Chen (2010) (20 items, top-10 rankings, theta = 1), fit "
-            "DPMallowsClustering to the training part and report the clusters found, "
-            "the variation of information to the true labels and the held-out "
-            "log-likelihood of the model and of the true mixture. Then fit "
-            "DPGaussianClustering to the four measurements of Fisher's iris "
-            "flowers and compare it with scikit-learn's BayesianGaussianMixture."
-        ),
-    )
-    _add_sampler_options(demo, n_iter=DEMO_N_ITER)
-    demo.add_argument(
-        "--seed",
-        type=_seed,
-        default=0,
-        help="seed of the data and of the chains (default: %(default)s)",
-    )
-    # Advanced: shrinks the demo (for tests); the held-out set is half as large.
-    demo.add_argument(
-        "--n-per-cluster",
-        type=_positive_int,
-        default=DEMO_N_PER_CLUSTER,
-        help=argparse.SUPPRESS,
-    )
 
+def _add_fit_parser(commands):
+    """Add the ``fit`` subcommand to the subparsers ``commands``."""
     fit = commands.add_parser(
         "fit",
-        help="cluster a text file of rankings",
+        help="cluster a file of rankings (text or PrefLib)",
         description=(
-            "Cluster the rankings of FILE: one ranking per line, item names separated "
-            "by commas, best first, of any length. Blank lines and lines starting "
-            "with '#' are skipped. Prints each cluster, largest first, with its "
-            "central ranking and its dispersion theta per rank (larger theta: the "
-            "rankings agree more closely with the central ranking at that rank)."
+            "Cluster the rankings of FILE and print each cluster, largest first, "
+            "with its central ranking and its dispersion theta per rank (larger "
+            "theta: the rankings agree more closely with the central ranking at "
+            "that rank). A text file holds one ranking per line, item names best "
+            "first, separated by commas (see --delimiter), of any length; a name "
+            'in double quotes may hold the delimiter ("Smith, J"). Blank lines and '
+            "lines starting with '#' are skipped. Files named .soc, .soi, .toc or "
+            ".toi are read as PrefLib files, one ranking per ballot."
+        ),
+        epilog=(
+            "Exit codes: 0 success; 2 bad options, a malformed or misread file "
+            "(the message names the line), or an output file that cannot be "
+            "written; 130 interrupted."
         ),
     )
-    fit.add_argument("file", metavar="FILE", help="the rankings, one per line")
-    fit.add_argument(
+    fit.add_argument("file", metavar="FILE", help="the rankings")
+
+    reading = fit.add_argument_group("reading FILE")
+    reading.add_argument(
+        "--format",
+        choices=("auto", "text", "preflib"),
+        default="auto",
+        help="'auto' reads .soc, .soi, .toc and .toi files as PrefLib files and "
+        "any other file as text (default: %(default)s)",
+    )
+    reading.add_argument(
+        "--delimiter",
+        type=parse_delimiter,
+        default=None,
+        metavar="CHAR",
+        help="the character between item names in a text file: one character, "
+        "or comma, tab (or \\t), semicolon, pipe, space (default: comma)",
+    )
+    header = reading.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header",
+        action="store_true",
+        default=None,
+        help="skip the first line that is not blank or a comment (column names)",
+    )
+    header.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="read the first line as a ranking even if it looks like a header "
+        "(by default, a first line whose items appear on no other line is refused)",
+    )
+    reading.add_argument(
+        "--missing",
+        default=None,
+        metavar="TOKEN",
+        help="a token that marks unfilled positions at the end of a line, as in "
+        "top-t files padded to a fixed width (--missing 0 for '5,2,0,0,0'); "
+        "trailing empty fields are dropped too",
+    )
+    reading.add_argument(
+        "--ties",
+        choices=("raise", "truncate"),
+        default=None,
+        help="PrefLib orders with ties ({a,b}): 'raise' refuses the file, "
+        "'truncate' keeps each order up to its first tie (default: raise)",
+    )
+    items = reading.add_mutually_exclusive_group()
+    items.add_argument(
+        "--items",
+        type=_item_list,
+        default=None,
+        metavar="NAME,NAME,...",
+        help="the item set of a text file, comma-separated: every name of FILE "
+        "must be among them, and the others count as items no ranking mentions",
+    )
+    items.add_argument(
+        "--n-items",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="the number of items, at least the number of distinct items of "
+        "FILE; the items no ranking mentions are named '(unseen item 1)', ...",
+    )
+    reading.add_argument(
+        "--subsample",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="fit a random subsample of N rankings (drawn with --seed), for a "
+        "quick look at a large file; --labels then gives the others the cluster "
+        "the model predicts for them",
+    )
+
+    model = fit.add_argument_group("model and sampler")
+    model.add_argument(
         "--alpha",
         type=_positive_float,
         default=1.0,
         help="DP concentration; larger values favour more clusters "
         "(default: %(default)s)",
     )
-    fit.add_argument(
+    model.add_argument(
         "--nu",
         type=_positive_float,
         default=1.0,
         help="strength of the prior on theta (default: %(default)s)",
     )
-    _add_sampler_options(fit, n_iter=200)
-    fit.add_argument(
+    _add_sampler_options(model, n_iter=200)
+    model.add_argument(
         "--burn-in",
         type=_non_negative_int,
         default=None,
         metavar="N",
         help="sweeps discarded at the start of each chain (default: half of --n-iter)",
     )
-    fit.add_argument(
+    model.add_argument(
         "--chains",
         type=_positive_int,
         default=2,
         metavar="N",
         help="independent chains (default: %(default)s)",
     )
-    fit.add_argument(
+    model.add_argument(
+        "--jobs",
+        type=_n_jobs,
+        default=None,
+        metavar="N",
+        help="chains run in parallel, -1 for one per processor; the result does "
+        "not depend on it (default: 1)",
+    )
+    model.add_argument(
         "--seed",
         type=_seed,
         default=0,
-        help="seed of the chains (default: %(default)s)",
+        help="seed of the chains and of --subsample (default: %(default)s)",
     )
-    fit.add_argument(
+    model.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the progress of the chains on stderr",
+    )
+
+    output = fit.add_argument_group("output")
+    output.add_argument(
         "--top",
         type=_positive_int,
         default=None,
         metavar="N",
-        help=f"items of each central ranking to show (default: all up to "
-        f"{SHOW_ALL_ITEMS} items, else {DEFAULT_TOP})",
+        help=f"items of each central ranking, and thetas, to show (default: all "
+        f"up to {SHOW_ALL_ITEMS}, else {DEFAULT_TOP})",
     )
-    return parser
+    output.add_argument(
+        "--labels",
+        default=None,
+        metavar="OUT",
+        help="write the cluster of each ranking to OUT, one number per line in "
+        "the order of FILE's rankings (not counting blank, comment and header "
+        "lines; for a PrefLib file, one line per ballot, the ballots of each "
+        "order line together); clusters are numbered as printed, 1 the largest",
+    )
+    output.add_argument(
+        "--json",
+        default=None,
+        metavar="OUT",
+        help="write the clusters (sizes, central rankings, thetas), the "
+        "posterior of the number of clusters, R-hat and the settings to OUT as JSON",
+    )
+    output.add_argument(
+        "--save",
+        default=None,
+        metavar="OUT",
+        help="save the fitted DPMallowsClustering to OUT with joblib.dump; its "
+        "item ids index the 'items' list of --json",
+    )
 
 
 def _add_sampler_options(parser, n_iter):
@@ -238,6 +367,16 @@ def _non_negative_int(text):
     return value
 
 
+def _n_jobs(text):
+    """argparse type: a number of jobs, an integer other than 0 (-1: all)."""
+    value = _parse(text, int, "an integer")
+    if value == 0:
+        raise argparse.ArgumentTypeError(
+            "expected a positive integer, or -1 for all processors; got '0'"
+        )
+    return value
+
+
 def _positive_float(text):
     """argparse type: a finite number > 0."""
     value = _parse(text, float, "a number")
@@ -256,6 +395,21 @@ def _seed(text):
     return value
 
 
+def _item_list(text):
+    """argparse type of ``--items``: comma-separated names, quoted like the file."""
+    try:
+        names = next(csv.reader([text], skipinitialspace=True, strict=True), [])
+    except csv.Error as exc:
+        raise argparse.ArgumentTypeError(f"bad quoting in {text!r} ({exc})") from None
+    names = [name.strip() for name in names]
+    if not names or not all(names):
+        raise argparse.ArgumentTypeError(f"expected NAME,NAME,... got {text!r}")
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise argparse.ArgumentTypeError(f"{duplicates[0]!r} is listed twice")
+    return names
+
+
 def _parse(text, kind, description):
     """Convert ``text`` with ``kind``, or raise the error argparse reports."""
     try:
@@ -266,80 +420,14 @@ def _parse(text, kind, description):
         ) from None
 
 
-# -- reading and formatting -----------------------------------------------------
+# -- formatting -------------------------------------------------------------------
 
 
-def _read_rankings(path):
-    """Read a text file of rankings, one per line, item names separated by commas.
-
-    Parameters
-    ----------
-    path : str
-        The file, UTF-8. Each line lists item names, best first, separated by
-        commas; whitespace around names is stripped. Blank lines and lines whose
-        first non-blank character is '#' are skipped.
-
-    Returns
-    -------
-    X : ndarray of shape (n_rankings, t_max), dtype=np.intp
-        The rankings as item ids, padded with -1. Ids number the names in order of
-        first appearance.
-    names : list of str
-        ``names[i]`` is the name of item ``i``.
-
-    Raises
-    ------
-    InputError
-        If the file cannot be read or is not UTF-8 text, or a line holds an empty
-        item name (only commas, two commas in a row, a comma at an end) or an item
-        twice. The message names the line.
-    """
-    try:
-        with open(path, "rb") as file:
-            raw = file.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file of rankings") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the file ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"{path}, line {line}: not UTF-8 text") from None
-
-    ids = {}
-    rankings = []
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    for number, line in enumerate(lines, start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        where = f"{path}, line {number}"
-        fields = [name.strip() for name in line.split(",")]
-        if not any(fields):
-            raise InputError(f"{where}: empty ranking (the line holds only commas)")
-        seen = {}
-        for position, name in enumerate(fields, start=1):
-            if not name:
-                raise InputError(
-                    f"{where}: item {position} has no name (two commas in a row, "
-                    "or a comma at the start or end of the line)"
-                )
-            if name in seen:
-                raise InputError(
-                    f"{where}: item {name!r} appears twice (positions {seen[name]} "
-                    f"and {position}); the items of a ranking must be distinct"
-                )
-            seen[name] = position
-        rankings.append([ids.setdefault(name, len(ids)) for name in fields])
-
-    t_max = max((len(ranking) for ranking in rankings), default=0)
-    X = np.full((len(rankings), t_max), -1, dtype=np.intp)
-    for row, ranking in zip(X, rankings):
-        row[: len(ranking)] = ranking
-    return X, list(ids)
+def _shown(values, top):
+    """How many of ``values`` to show: ``top``, or all of a short list."""
+    if top is None:
+        top = len(values) if len(values) <= SHOW_ALL_ITEMS else DEFAULT_TOP
+    return min(top, len(values))
 
 
 def _format_cluster(number, size, n_total, central, theta, names, top=None):
@@ -355,211 +443,65 @@ def _format_cluster(number, size, n_total, central, theta, names, top=None):
         Rankings in all clusters.
     central : ndarray of shape (n_items,)
         The central ranking, item ids best first.
-    theta : ndarray of shape (t_max,)
-        The dispersion per rank.
+    theta : array-like of shape (n_ranks,)
+        The dispersion of each rank that carries information.
     names : list of str
         Item names by id.
     top : int, default=None
-        Items of the central ranking to show. None shows all of them up to
-        ``SHOW_ALL_ITEMS`` items, else the first ``DEFAULT_TOP``.
+        Items of the central ranking, and thetas, to show. None shows all of a
+        list of up to ``SHOW_ALL_ITEMS`` entries, else the first ``DEFAULT_TOP``.
 
     Returns
     -------
     text : str
         The lines, without a final newline.
     """
-    if top is None:
-        top = len(central) if len(central) <= SHOW_ALL_ITEMS else DEFAULT_TOP
-    shown = [names[item] for item in central[:top]]
-    if top < len(central):
-        shown.append("...")
+    n_items = _shown(central, top)
+    items = [names[item] for item in central[:n_items]]
+    if n_items < len(central):
+        items.append("...")
+    n_thetas = _shown(theta, top)
+    thetas = [f"{value:.2f}" for value in theta[:n_thetas]]
+    if n_thetas < len(theta):
+        thetas.append("...")
+    share = f"{100 * size / n_total:.1f}%"
     return "\n".join(
         [
-            f"cluster {number}: {_plural(size, 'ranking')} "
-            f"({100 * size / n_total:.1f}%)",
-            f"  central ranking: {' > '.join(shown)}",
-            f"  theta per rank:  {' '.join(f'{value:.2f}' for value in theta)}",
+            f"cluster {number}: {plural(size, 'ranking')} ({share})",
+            f"  central ranking: {' > '.join(items)}",
+            f"  theta per rank:  {' '.join(thetas)}",
         ]
     )
 
 
-def _posterior_n_clusters(label_samples):
-    """The posterior distribution of the number of clusters, as text."""
-    counts = np.array([len(np.unique(draw)) for draw in label_samples])
-    values, freq = np.unique(counts, return_counts=True)
-    order = np.argsort(-freq, kind="stable")
-    return ", ".join(f"{values[i]} ({100 * freq[i] / len(counts):.0f}%)" for i in order)
+def _span(lengths):
+    """The range of ranking lengths, as text: "3" or "1 to 14"."""
+    low, high = int(lengths.min()), int(lengths.max())
+    return f"{low}" if low == high else f"{low} to {high}"
 
 
-def _fit_model(model, X):
-    """Fit ``model`` to ``X``; return the time taken and the warnings raised.
-
-    Warnings (chains that disagree, for instance) are returned rather than shown,
-    so that they can be printed as one line each.
-    """
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            model.fit(X)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    messages = list(dict.fromkeys(str(warning.message) for warning in caught))
-    return time.perf_counter() - start, messages
+def _rhat_or_none(trace):
+    """R-hat of a (n_chains, n_draws) trace, None where it is not defined."""
+    value = rhat(trace)
+    return None if not np.isfinite(value) else float(value)
 
 
-def _plural(count, noun):
-    """``count`` and ``noun``, with an 's' unless ``count`` is 1."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def _json_number(value):
+    """A float for JSON: NaN and infinities, which JSON lacks, become None."""
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
-def _print_warnings(messages):
-    """Print each warning message as one line on stderr, after stdout's lines."""
-    sys.stdout.flush()  # keep the order of the two streams on a terminal
-    for message in messages:
-        print(f"warning: {message}", file=sys.stderr)
-
-
-# -- the commands -----------------------------------------------------------------
-
-
-def _run_demo(args):
-    """``demo``: fit a synthetic data set of Meila & Chen and compare with the truth.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        ``sampler``, ``n_iter``, ``seed`` and ``n_per_cluster``.
-
-    Returns
-    -------
-    exit_code : int
-    """
-    n_train = args.n_per_cluster
-    n_test = max(1, n_train // 2)
-    true_theta = PAPER_DATASETS[DEMO_DATASET]["theta"]
-    X, y, centres = make_mallows_mixture(
-        n_clusters=DEMO_N_CLUSTERS,
-        n_per_cluster=n_train + n_test,
-        dataset=DEMO_DATASET,
-        random_state=args.seed,
-    )
-    order = np.random.RandomState(args.seed).permutation(len(X))
-    train, test = order[: DEMO_N_CLUSTERS * n_train], order[DEMO_N_CLUSTERS * n_train :]
-    X_train, y_train, X_test = X[train], y[train], X[test]
-
-    burn_in = args.n_iter // 2
-    model = DPMallowsClustering(
-        sampler=args.sampler,
-        n_iter=args.n_iter,
-        burn_in=burn_in,
-        n_chains=2,
-        random_state=args.seed,
-    )
-    print(
-        f"Data set {DEMO_DATASET} of Meila & Chen (2010): {centres.shape[1]} items, "
-        f"top-{X.shape[1]} rankings, theta = {true_theta[0]:g} at every rank, "
-        f"{DEMO_N_CLUSTERS} clusters"
-    )
-    print(
-        f"  {len(X_train)} training rankings, {len(X_test)} held-out rankings "
-        "from the same centres and theta"
-    )
-    print(
-        f"DPMallowsClustering(sampler={args.sampler!r}, n_iter={args.n_iter}, "
-        f"burn_in={burn_in}, n_chains=2, random_state={args.seed})"
-    )
-    fit_time, messages = _fit_model(model, X_train)
-
-    log_lik = mallows.log_likelihood(X_test, centres, true_theta)
-    true_score = float(np.mean(logsumexp(log_lik, axis=1) - np.log(len(centres))))
-    vi = variation_of_information(y_train, model.labels_)
-    sizes = np.sort(np.bincount(model.labels_))[::-1]
-
-    print(f"fit time: {fit_time:.1f} s")
-    print(f"clusters found: {model.n_clusters_} (true: {DEMO_N_CLUSTERS})")
-    print(
-        f"posterior number of clusters: {_posterior_n_clusters(model.label_samples_)}"
-    )
-    print(
-        f"VI to the true labels: {vi:.3f} nats "
-        f"(0 = same clustering, at most log N = {np.log(len(X_train)):.2f})"
-    )
-    print(
-        f"held-out log-likelihood per ranking: {model.score(X_test):.3f} (model), "
-        f"{true_score:.3f} (true mixture)"
-    )
-    true_sizes = np.sort(np.bincount(y_train))[::-1]
-    print(f"cluster sizes: {' '.join(map(str, sizes))}")
-    print(f"  true sizes:  {' '.join(map(str, true_sizes))}")
-    _print_warnings(messages)
-    print()
-    _run_gaussian_demo(args)
-    return 0
-
-
-def _run_gaussian_demo(args):
-    """The vector half of ``demo``: iris flowers, rankmix against scikit-learn."""
-    from sklearn.datasets import load_iris
-    from sklearn.metrics import adjusted_rand_score
-    from sklearn.mixture import BayesianGaussianMixture
-    from sklearn.model_selection import train_test_split
-
-    iris = load_iris()
-    X_train, X_test, y_train, _ = train_test_split(
-        iris.data, iris.target, test_size=0.3, random_state=args.seed,
-        stratify=iris.target,
-    )
-    burn_in = args.n_iter // 2
-    print(
-        f"Fisher's iris (sepal and petal length and width, cm): {len(X_train)} "
-        f"training flowers, {len(X_test)} held out; 3 species"
-    )
-    print(
-        f"DPGaussianClustering(n_iter={args.n_iter}, burn_in={burn_in}, "
-        f"n_chains=2, random_state={args.seed})"
-    )
-    model = DPGaussianClustering(
-        n_iter=args.n_iter, burn_in=burn_in, n_chains=2, random_state=args.seed
-    )
-    fit_time, messages = _fit_model(model, X_train)
-    peer = BayesianGaussianMixture(
-        n_components=10,
-        weight_concentration_prior_type="dirichlet_process",
-        random_state=args.seed,
-    )
-    peer_time, _ = _fit_model(peer, X_train)  # its warnings are not rankmix's
-    peer_labels = peer.predict(X_train)
-    print(f"{'':36}{'clusters':>9}{'ARI':>7}{'held-out ll':>13}{'fit s':>7}")
-    for name, labels, score, seconds in (
-        ("rankmix DPGaussianClustering", model.labels_, model.score(X_test), fit_time),
-        ("sklearn BayesianGaussianMixture", peer_labels, peer.score(X_test), peer_time),
-    ):
-        print(
-            f"  {name:<34}{len(np.unique(labels)):>9}"
-            f"{adjusted_rand_score(y_train, labels):7.3f}{score:13.3f}{seconds:7.2f}"
-        )
-    print("clusters found by rankmix (mean petal length and width, cm):")
-    for k in np.argsort(model.means_[:, 2]):
-        counts = np.bincount(y_train[model.labels_ == k], minlength=3)
-        species = ", ".join(
-            f"{n} {name}" for n, name in zip(counts, iris.target_names) if n
-        )
-        print(
-            f"  ({model.means_[k, 2]:.2f}, {model.means_[k, 3]:.2f}): "
-            f"{(model.labels_ == k).sum()} flowers: {species}"
-        )
-    _print_warnings(messages)
+# -- fit ----------------------------------------------------------------------
 
 
 def _run_fit(args):
-    """``fit``: cluster a text file of rankings and print the clusters.
+    """``fit``: cluster a file of rankings and print the clusters.
 
     Parameters
     ----------
     args : argparse.Namespace
-        ``file``, ``alpha``, ``nu``, ``sampler``, ``n_iter``, ``burn_in``,
-        ``chains``, ``seed`` and ``top``.
+        The options of ``fit`` (see ``_add_fit_parser``).
 
     Returns
     -------
@@ -568,7 +510,8 @@ def _run_fit(args):
     Raises
     ------
     InputError
-        For a bad file, too few rankings or ``--burn-in`` >= ``--n-iter``.
+        For a bad file, too few rankings, options that contradict each other or
+        the file's kind, or an output file that cannot be written.
     """
     burn_in = args.n_iter // 2 if args.burn_in is None else args.burn_in
     if burn_in >= args.n_iter:
@@ -576,55 +519,334 @@ def _run_fit(args):
             f"--burn-in ({burn_in}) must be smaller than --n-iter ({args.n_iter}): "
             "no draw would be kept"
         )
-    X, names = _read_rankings(args.file)
+    _check_outputs(args)
+    preflib = args.format == "preflib" or (
+        args.format == "auto" and is_preflib(args.file)
+    )
+    _check_options_for_kind(args, preflib)
+    delimiter = "," if args.delimiter is None else args.delimiter
+    data = read_rankings(
+        args.file,
+        file_format=args.format,
+        delimiter=delimiter,
+        header=args.header,
+        missing=args.missing,
+        items=args.items,
+        n_items=args.n_items,
+        ties=args.ties or "raise",
+    )
+    # Shown before the fit, which may take minutes: a misread file is stopped
+    # with Ctrl-C rather than discovered afterwards.
+    print_warnings(data.warnings)
+    X, names = data.X, data.names
     if len(X) < 2:
         raise InputError(
-            f"{args.file}: found {_plural(len(X), 'ranking')}; "
+            f"{args.file}: found {plural(len(X), 'ranking')}; "
             "at least 2 are needed to cluster"
         )
-    lengths = (X != -1).sum(axis=1)
+    fitted = np.arange(len(X))
+    if args.subsample is not None and args.subsample < len(X):
+        if args.subsample < 2:
+            raise InputError("--subsample must be at least 2 to cluster")
+        rng = np.random.RandomState(args.seed)
+        fitted = np.sort(rng.choice(len(X), size=args.subsample, replace=False))
     model = DPMallowsClustering(
         alpha=args.alpha,
         nu=args.nu,
         sampler=args.sampler,
+        n_items=len(names),
         n_iter=args.n_iter,
         burn_in=burn_in,
         n_chains=args.chains,
+        n_jobs=args.jobs,
         random_state=args.seed,
+        verbose=int(args.verbose),
     )
-    fit_time, messages = _fit_model(model, X)
+    fit_time, messages = fit_model(model, X[fitted])
+    summary = _summarise(model, X, fitted, names)
+    # The files first: a reader of stdout that stops early (head) must not
+    # cost the results of a long fit.
+    _write_outputs(args, data, model, summary, burn_in, fit_time, messages)
+    _print_summary(args, data, model, summary, burn_in, fit_time)
+    for option, what in (
+        ("labels", "the cluster of each ranking"),
+        ("json", "the clusters and the posterior"),
+        ("save", "the fitted model"),
+    ):
+        if getattr(args, option) is not None:
+            print(f"wrote {what} to {getattr(args, option)}")
+    print_warnings(messages)
+    return 0
 
-    span = (
-        f"{lengths.min()}"
-        if lengths.min() == lengths.max()
-        else f"{lengths.min()} to {lengths.max()}"
-    )
+
+def _check_options_for_kind(args, preflib):
+    """Refuse options that do not apply to the kind of FILE."""
+    if preflib:
+        text_only = {
+            "--delimiter": args.delimiter is not None,
+            "--header/--no-header": args.header is not None,
+            "--missing": args.missing is not None,
+            "--items": args.items is not None,
+        }
+        for option, given in text_only.items():
+            if given:
+                raise InputError(
+                    f"{option} applies to text files; {args.file} is read as a "
+                    "PrefLib file (which names its alternatives; see --format)"
+                )
+    elif args.ties is not None:
+        raise InputError(
+            f"--ties applies to PrefLib files; {args.file} is read as a text "
+            "file (see --format)"
+        )
+
+
+def _check_outputs(args):
+    """Refuse output files that cannot be written, before a fit of minutes.
+
+    Also refuses writing over FILE, or two outputs to the same file.
+    """
+    targets = {}
+    source = os.path.realpath(args.file)
+    for option in ("labels", "json", "save"):
+        path = getattr(args, option)
+        if path is None:
+            continue
+        where = f"--{option} {path}"
+        real = os.path.realpath(path)
+        if real == source:
+            raise InputError(f"{where}: would overwrite the input file")
+        if real in targets:
+            raise InputError(f"{where}: the same file as --{targets[real]}")
+        targets[real] = option
+        if os.path.isdir(path):
+            raise InputError(f"{where}: is a directory")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InputError(f"{where}: no such directory {folder}")
+        if not os.access(folder, os.W_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)
+        ):
+            raise InputError(f"{where}: cannot write there (permission denied)")
+
+
+def _summarise(model, X, fitted, names):
+    """What the printed summary and the JSON file share.
+
+    Parameters
+    ----------
+    model : DPMallowsClustering
+        The fitted model.
+    X : ndarray of shape (n_rankings, t_max)
+        All rankings of the file.
+    fitted : ndarray of shape (n_fitted,)
+        The rows of ``X`` the model was fitted to (all, unless --subsample).
+    names : list of str
+        Item names by id.
+
+    Returns
+    -------
+    summary : dict
+        ``order`` (model labels, largest cluster first), ``sizes``,
+        ``number`` (the printed number of each model label), ``labels`` (the
+        printed cluster of every ranking of ``X``), ``n_ranks`` (the thetas that
+        carry information), ``min_size`` and the R-hats.
+    """
+    sizes = np.bincount(model.labels_, minlength=model.n_clusters_)
+    order = np.argsort(-sizes, kind="stable")
+    number = np.empty_like(order)
+    number[order] = np.arange(1, len(order) + 1)
+    labels = np.empty(len(X), dtype=np.intp)
+    if len(fitted) < len(X):
+        # The rankings left out by --subsample get the cluster the model
+        # predicts; cut to the fitted width, the model has no theta beyond it.
+        labels[:] = model.predict(X[:, : model.n_features_in_])
+    labels[fitted] = model.labels_
+    # The last stage of a full ranking has one item left: its theta has no
+    # data to tell it (beta-gibbs returns about log n_k, an artefact of the
+    # infinite-items approximation). Stages j < n_items - 1 remain.
+    n_ranks = min(model.thetas_.shape[1], len(names) - 1)
+    burn_in = model.burn_in
+    return {
+        "sizes": sizes,
+        "order": order,
+        "number": number,
+        "labels": number[labels],
+        "n_ranks": n_ranks,
+        "min_size": max(MIN_CLUSTER_SIZE, math.ceil(MIN_CLUSTER_SHARE * len(fitted))),
+        "rhat_log_joint": _rhat_or_none(model.trace_["log_joint"][:, burn_in:]),
+        "rhat_n_clusters": _rhat_or_none(model.trace_["n_clusters"][:, burn_in:]),
+    }
+
+
+def _print_summary(args, data, model, summary, burn_in, fit_time):
+    """Print what was read, the settings, the number of clusters, the clusters."""
+    X, names = data.X, data.names
+    model_sizes = summary["sizes"]
+    n_fitted = int(model_sizes.sum())
+    lengths = (X != -1).sum(axis=1)
+    what = f" ({data.description})" if data.description else ""
     print(
-        f"{args.file}: {len(X)} rankings of {_plural(len(names), 'item')} "
-        f"(each ranks {span} item{'' if lengths.max() == 1 else 's'})"
+        f"{args.file}{what}: {len(X)} rankings of {plural(len(names), 'item')} "
+        f"(each ranks {_span(lengths)} item{'' if lengths.max() == 1 else 's'})"
     )
+    if data.n_dropped:
+        print(
+            f"  dropped {plural(data.n_dropped, 'ballot')} whose order starts with "
+            "a tie (--ties truncate)"
+        )
+    if n_fitted < len(X):
+        print(
+            f"  fitted a random subsample of {n_fitted} rankings (--subsample, "
+            f"seed {args.seed})"
+        )
     print(
         f"sampler {args.sampler}, alpha={args.alpha:g}, nu={args.nu:g}: "
-        f"{_plural(args.chains, 'chain')} x {args.n_iter} "
+        f"{plural(args.chains, 'chain')} x {args.n_iter} "
         f"sweeps (burn-in {burn_in}), seed {args.seed}, {fit_time:.1f} s"
     )
+    min_size = summary["min_size"]
+    n_large = int((model_sizes >= min_size).sum())
     print(
-        f"{_plural(model.n_clusters_, 'cluster')}; posterior number of clusters: "
-        f"{_posterior_n_clusters(model.label_samples_)}"
+        f"clusters: {len(model_sizes)} in the point estimate, {n_large} of them "
+        f"with at least {min_size} rankings"
     )
-    sizes = np.bincount(model.labels_, minlength=model.n_clusters_)
-    for number, k in enumerate(np.argsort(-sizes, kind="stable"), start=1):
+    # POINT_ESTIMATE, wrapped by hand for an 80-column terminal
+    print("  (the point estimate is the kept draw with the least mean variation of")
+    print("  information to the other kept draws; small clusters come and go")
+    print("  between draws)")
+    label_samples = model.label_samples_
+    print(f"posterior number of clusters: {posterior_n_clusters(label_samples)}")
+    print(
+        f"  counting only clusters of at least {min_size} rankings: "
+        f"{posterior_n_clusters(label_samples, min_size)}"
+    )
+    rhats = [summary["rhat_log_joint"], summary["rhat_n_clusters"]]
+    if all(value is not None for value in rhats):
+        print(f"R-hat after burn-in (above {RHAT_THRESHOLD}: not converged):")
+        print(f"  log joint {rhats[0]:.3f}, number of clusters {rhats[1]:.3f}")
+    n_ranks = summary["n_ranks"]
+    if n_ranks < model.thetas_.shape[1]:
+        print(
+            f"theta of rank {n_ranks + 1} not shown: with one item left to place, "
+            "it carries no information"
+        )
+    for k in summary["order"]:
         print()
         print(
             _format_cluster(
-                number,
-                int(sizes[k]),
-                len(X),
+                int(summary["number"][k]),
+                int(model_sizes[k]),
+                n_fitted,
                 model.central_rankings_[k],
-                model.thetas_[k],
+                model.thetas_[k, :n_ranks],
                 names,
                 top=args.top,
             )
         )
-    _print_warnings(messages)
-    return 0
+
+
+def _write_outputs(args, data, model, summary, burn_in, fit_time, messages):
+    """Write the files of --labels, --json and --save."""
+    if args.labels is not None:
+        text = "".join(f"{label}\n" for label in summary["labels"])
+        _write(args.labels, "--labels", lambda file: file.write(text))
+    if args.json is not None:
+        report = _json_report(args, data, model, summary, burn_in, fit_time, messages)
+        _write(
+            args.json,
+            "--json",
+            lambda file: file.write(
+                json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+            ),
+        )
+    if args.save is not None:
+        import joblib
+
+        _write(args.save, "--save", lambda file: joblib.dump(model, file), "wb")
+
+
+def _write(path, option, write, mode="w"):
+    """Open ``path`` and ``write(file)``; an InputError naming the option if not."""
+    encoding = None if "b" in mode else "utf-8"
+    try:
+        with open(path, mode, encoding=encoding) as file:
+            write(file)
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot write ({exc.strerror})") from None
+
+
+def _json_report(args, data, model, summary, burn_in, fit_time, messages):
+    """The content of --json: the clusters, the posterior, the settings.
+
+    Returns
+    -------
+    report : dict
+        Only JSON types; a theta that carries no information is None (null).
+    """
+    names, n_ranks = data.names, summary["n_ranks"]
+    sizes = summary["sizes"]
+    clusters = []
+    for k in summary["order"]:
+        theta = [_json_number(value) for value in model.thetas_[k]]
+        theta[n_ranks:] = [None] * (len(theta) - n_ranks)
+        clusters.append(
+            {
+                "cluster": int(summary["number"][k]),
+                "size": int(sizes[k]),
+                "weight": float(model.weights_[k]),
+                "central_ranking": [names[i] for i in model.central_rankings_[k]],
+                "theta": theta,
+                "model_label": int(k),
+            }
+        )
+
+    def distribution(min_size):
+        counts = n_clusters_per_draw(model.label_samples_, min_size)
+        values, freq = np.unique(counts, return_counts=True)
+        return {str(v): float(f / len(counts)) for v, f in zip(values, freq)}
+
+    lengths = (data.X != -1).sum(axis=1)
+    return {
+        "rankmix_version": __version__,
+        "file": args.file,
+        "kind": data.kind,
+        "description": data.description,
+        "n_rankings": int(len(data.X)),
+        "n_fitted": int(sizes.sum()),
+        "n_items": len(names),
+        "items": names,
+        "ranking_lengths": {"min": int(lengths.min()), "max": int(lengths.max())},
+        "n_clusters": int(model.n_clusters_),
+        "point_estimate": POINT_ESTIMATE,
+        "min_size": summary["min_size"],
+        "n_clusters_large": int((sizes >= summary["min_size"]).sum()),
+        "n_clusters_posterior": distribution(1),
+        "n_clusters_posterior_large": distribution(summary["min_size"]),
+        "rhat": {
+            "log_joint": summary["rhat_log_joint"],
+            "n_clusters": summary["rhat_n_clusters"],
+        },
+        "clusters": clusters,
+        "fit_seconds": round(fit_time, 3),
+        "warnings": list(data.warnings) + list(messages),
+        "settings": {
+            "format": args.format,
+            "delimiter": None if data.kind == "preflib" else (args.delimiter or ","),
+            "header": args.header,
+            "missing": args.missing,
+            "ties": args.ties,
+            "items": args.items,
+            "n_items": args.n_items,
+            "subsample": args.subsample,
+            "alpha": args.alpha,
+            "nu": args.nu,
+            "sampler": args.sampler,
+            "n_iter": args.n_iter,
+            "burn_in": burn_in,
+            "thin": model.thin,
+            "chains": args.chains,
+            "jobs": args.jobs,
+            "seed": args.seed,
+        },
+    }
