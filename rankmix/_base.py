@@ -14,6 +14,9 @@ from sklearn.utils.validation import check_is_fitted
 from ._engine import n_kept_draws, run_chains
 from ._sklearn_compat import Interval, _fit_context
 
+# The largest value of a count that compiled code takes as an np.intp.
+INTP_MAX = int(np.iinfo(np.intp).max)
+
 
 class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta):
     """Shared fitting, prediction and scoring of the DP mixture estimators.
@@ -30,11 +33,13 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "n_iter": [Interval(Integral, 1, None, closed="left")],
-        "burn_in": [Interval(Integral, 0, None, closed="left")],
+        # Counts reach compiled code as C integers (np.intp): bound them there,
+        # so that 2**63 is an InvalidParameterError, not an OverflowError.
+        "n_iter": [Interval(Integral, 1, INTP_MAX, closed="both")],
+        "burn_in": [Interval(Integral, 0, INTP_MAX, closed="both")],
         "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
+        "n_chains": [Interval(Integral, 1, INTP_MAX, closed="both")],
+        "n_jobs": [Interval(Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -90,6 +95,22 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         """The DP concentration of one draw (fixed unless the model samples it)."""
         return self.alpha
 
+    def _to_data_units(self, posterior):
+        """The chains' posterior in the units of the training data.
+
+        A model whose chains run on transformed data (DPGaussianClustering
+        rescales extreme data) maps the draws and traces back here; it may
+        also raise a ValueError when they do not fit in double precision.
+        """
+        return posterior
+
+    def _numerical_failure(self, error):
+        """The ValueError to raise when a chain fails numerically."""
+        return ValueError(
+            f"The MCMC chains failed numerically ({error}): the data or the "
+            "prior parameters are out of the range double precision can handle."
+        )
+
     # -- fitting ---------------------------------------------------------------
 
     def fit(self, X, y=None):
@@ -133,24 +154,37 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 "no draw would be kept after burn-in."
             )
         X = self._prepare(X)
-        posterior = run_chains(
-            self._chain_factory(X),
-            n_iter=self.n_iter,
-            burn_in=self.burn_in,
-            thin=self.thin,
-            n_chains=self.n_chains,
-            n_jobs=self.n_jobs,
-            random_state=self.random_state,
-            verbose=self.verbose,
-            extra_traces=self._extra_traces(),
-        )
+        try:
+            posterior = run_chains(
+                self._chain_factory(X),
+                n_iter=self.n_iter,
+                burn_in=self.burn_in,
+                thin=self.thin,
+                n_chains=self.n_chains,
+                n_jobs=self.n_jobs,
+                random_state=self.random_state,
+                verbose=self.verbose,
+                extra_traces=self._extra_traces(),
+            )
+        except FloatingPointError as error:
+            # An ArithmeticError from compiled code (a posterior scale matrix
+            # that lost positive definiteness, a move whose weights all
+            # underflow): user input caused it, so it is a ValueError.
+            raise self._numerical_failure(error) from error
+        self._n_train = X.shape[0]
+        posterior = self._to_data_units(posterior)
+        for name, values in posterior.trace.items():
+            if not np.all(np.isfinite(values)):
+                # The parameters are validated so that this cannot happen;
+                # never hand back a trace that would poison R-hat silently.
+                raise self._numerical_failure(f"the trace of {name} is not finite")
         self.label_samples_ = posterior.label_samples
         self.trace_ = posterior.trace
         self.n_iter_ = self.n_iter
         self._draws = posterior.parameters
-        self._n_train = X.shape[0]
         best = posterior.parameters[posterior.best_draw]
-        self.labels_ = posterior.label_samples[posterior.best_draw].copy()
+        # intp, as scikit-learn's clusterers give, whatever the draws' dtype
+        self.labels_ = posterior.label_samples[posterior.best_draw].astype(np.intp)
         self.n_clusters_ = len(best[-1])
         self.weights_ = best[-1] / best[-1].sum()
         self._best_parameters = best
@@ -262,7 +296,15 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
             The cluster of each sample.
         """
         check_is_fitted(self)
-        if not isinstance(n_samples, Integral) or n_samples < 1:
+        # bool is an Integral, but sample(True) is a mistake, not one sample
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(
+            n_samples, Integral
+        ):
+            raise TypeError(
+                f"n_samples must be a positive integer, got {n_samples!r} of "
+                f"type {type(n_samples).__name__}."
+            )
+        if not 1 <= n_samples <= INTP_MAX:
             raise ValueError(
                 f"n_samples must be a positive integer, got {n_samples!r}."
             )

@@ -10,7 +10,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
-from ._base import BaseDPMixture
+from ._base import INTP_MAX, BaseDPMixture
 from ._gaussian_chain import GaussianChain, describe_states
 from ._gaussian_kernels import NIWModel
 from ._sklearn_compat import Interval, StrOptions
@@ -280,6 +280,17 @@ class DPGaussianClustering(BaseDPMixture):
     rotated or rescaled data. On well-separated blobs any of these choices finds
     the blobs; they matter for small or overlapping clusters.
 
+    Input and scale. X is converted to float64 as scikit-learn's estimators
+    convert it, so numeric strings ("0.5") are accepted, as by
+    BayesianGaussianMixture. The chains run on X / 2**k, an exact rescaling by
+    a power of two with the priors rescaled alike, so that data of any
+    magnitude whose covariances are normal doubles is clustered as its
+    standardised version would be (k = 0 unless the largest magnitude of X
+    lies outside 2**-100 to 2**100); the fitted attributes, densities and
+    traces are in X's units. Data whose variances overflow or underflow double
+    precision (for data of unit spread, magnitudes above about 1e154 or below
+    about 1e-151) is refused with a ValueError asking to standardise it.
+
     ``covariances_`` holds E[Sigma | cluster] = Psi_n / (nu_n - d - 1) when
     nu_n > d + 1 (``"diag"``: psi_n / (nu_n - 2) per feature); for smaller nu_n
     that mean does not exist and Psi_n / nu_n, the inverse of the posterior mean of
@@ -329,10 +340,10 @@ class DPGaussianClustering(BaseDPMixture):
         "sampler": [StrOptions(_SAMPLERS)],
         "permutation_dp": [StrOptions({"beta", "exact"})],
         "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
-        "n_split_merge": [Interval(Integral, 0, None, closed="left")],
+        "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
         "alpha_prior": ["array-like", None],
         "init": [StrOptions({"sequential", "random"})],
-        "init_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
     }
 
     def __init__(
@@ -391,22 +402,37 @@ class DPGaussianClustering(BaseDPMixture):
                 "sampler='split-merge' with n_split_merge=0 would never move; "
                 "set n_split_merge >= 1."
             )
-        X = validate_data(self, X, dtype=[np.float64])
-        X = np.ascontiguousarray(X)
+        X = _validate_vectors(self, X, reset=True)
         d = X.shape[1]
         full = self.covariance_type == "full"
+        # The chains run on X / 2**k, an exact rescaling that keeps the sums of
+        # squares of data of magnitude 1e153 finite and those of data of
+        # magnitude 1e-155 normal; k = 0 (X itself) for all ordinary data. The
+        # model is the same (the priors are rescaled with X, see the Notes), and
+        # every fitted attribute and density is given back in X's units.
+        k = self._scale_exponent = _scale_exponent(X)
+        X = np.ldexp(X, -k) if k else X
+        _check_data_scale(X, k)
         self.kappa_ = float(self.kappa)
-        self.mean_prior_ = self._resolve_mean_prior(X)
+        mean_prior = self._resolve_mean_prior(X, k)
         self.nu_ = self._resolve_nu(d, full)
-        self.covariance_prior_ = self._resolve_covariance_prior(X, full)
-        self._alpha_prior = self._resolve_alpha_prior()
+        covariance_prior = self._resolve_covariance_prior(X, full, k)
+        self._chain_priors = (mean_prior, covariance_prior)
+        with np.errstate(over="ignore", under="ignore"):
+            self.mean_prior_ = np.ldexp(mean_prior, k)
+            self.covariance_prior_ = np.ldexp(covariance_prior, 2 * k)
+        self._alpha_prior = self._resolve_alpha_prior(X.shape[0])
         model = self._model(X.shape[0])
         prior = describe_states(model, model.empty_state()[None])
-        # the prior predictive (n = 0): location, shape factor, df
-        self._prior_predictive = (prior[0], prior[2], prior[3])
+        # the prior predictive (n = 0): location, shape factor, df, in X's units
+        self._prior_predictive = (
+            np.ldexp(prior[0], k),
+            np.ldexp(prior[2], k),
+            prior[3],
+        )
         return X
 
-    def _resolve_mean_prior(self, X):
+    def _resolve_mean_prior(self, X, k):
         if self.mean_prior is None:
             return X.mean(axis=0)
         mean = np.asarray(self.mean_prior, dtype=np.float64)
@@ -415,7 +441,7 @@ class DPGaussianClustering(BaseDPMixture):
                 f"mean_prior must be a finite vector of length n_features="
                 f"{X.shape[1]}, got shape {mean.shape}."
             )
-        return mean.copy()
+        return np.ldexp(mean, -k)
 
     def _resolve_nu(self, d, full):
         if self.nu is None:
@@ -428,7 +454,7 @@ class DPGaussianClustering(BaseDPMixture):
             )
         return float(self.nu)
 
-    def _resolve_covariance_prior(self, X, full):
+    def _resolve_covariance_prior(self, X, full, k):
         d = X.shape[1]
         if self.covariance_prior is None:
             covariance = (
@@ -465,27 +491,91 @@ class DPGaussianClustering(BaseDPMixture):
                 f"covariance_prior must be a positive vector of length {d} for "
                 f"covariance_type='diag', got shape {psi.shape}."
             )
-        return psi.copy()
+        if not k:
+            return psi.copy()
+        with np.errstate(over="ignore", under="ignore"):
+            scaled = np.ldexp(psi, -2 * k)
+        diagonal = np.diag(scaled) if full else scaled
+        if not (np.all(np.isfinite(scaled)) and np.all(diagonal >= _TINY)):
+            raise ValueError(
+                "covariance_prior is out of proportion to the scale of X (its "
+                f"largest magnitude is about 2**{k}): the model cannot be "
+                "computed in double precision. Standardise X (for example with "
+                "sklearn.preprocessing.StandardScaler) and covariance_prior with "
+                "it."
+            )
+        return scaled
 
-    def _resolve_alpha_prior(self):
+    def _resolve_alpha_prior(self, n_samples):
         if self.alpha_prior is None:
             return None
-        prior = np.asarray(self.alpha_prior, dtype=np.float64)
+        prior = _as_real_vector(self.alpha_prior, "alpha_prior")
         if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
             raise ValueError(
                 "alpha_prior must be None or (shape, rate), two positive numbers, "
                 f"got {self.alpha_prior!r}."
             )
-        return float(prior[0]), float(prior[1])
+        shape, rate = float(prior[0]), float(prior[1])
+        # A draw of alpha is Gamma(shape + K, rate + something >= 0), K <= N:
+        # it stays below about (shape + N) / rate, which must leave the DP's
+        # weights (log alpha, N + alpha) far from the double range's end.
+        with np.errstate(over="ignore"):
+            reach = (shape + n_samples) / rate
+        if not reach <= _MAX_ALPHA:
+            raise ValueError(
+                f"alpha_prior={self.alpha_prior!r} lets alpha reach about "
+                f"(shape + n_samples) / rate = {reach:g}, beyond {_MAX_ALPHA:g}: "
+                "its draws would overflow. Use a larger rate or a smaller shape."
+            )
+        return shape, rate
 
     def _model(self, n_max):
+        mean_prior, covariance_prior = self._chain_priors
         return NIWModel(
-            self.mean_prior_,
+            mean_prior,
             self.kappa_,
             self.nu_,
-            self.covariance_prior_,
+            covariance_prior,
             self.covariance_type == "full",
             n_max,
+        )
+
+    def _to_data_units(self, posterior):
+        """Give the draws and the log joint back in the units of X (see _prepare)."""
+        k = self._scale_exponent
+        if k:
+            with np.errstate(over="ignore", under="ignore"):
+                posterior.parameters = [
+                    (
+                        np.ldexp(means, k),
+                        np.ldexp(covariances, 2 * k),
+                        np.ldexp(factors, k),
+                        *rest,
+                    )
+                    for means, covariances, factors, *rest in posterior.parameters
+                ]
+            # p(X) = p(X / 2**k) / 2**(k N d)
+            n, d = self._n_train, self.n_features_in_
+            posterior.trace["log_joint"] -= k * n * d * np.log(2.0)
+        for means, covariances, factors, *_ in posterior.parameters:
+            if not (np.all(np.isfinite(covariances)) and np.all(np.isfinite(factors))):
+                raise ValueError(
+                    "A cluster's posterior covariance overflows double precision: "
+                    "mean_prior or covariance_prior is far out of proportion to "
+                    "X (or X's scale is at the edge of the double range). Pass "
+                    "priors on the scale of the data, or leave them to their "
+                    "defaults, and standardise X (for example with "
+                    "sklearn.preprocessing.StandardScaler)."
+                )
+        return posterior
+
+    def _numerical_failure(self, error):
+        return ValueError(
+            f"The MCMC chains failed numerically ({error}). X or the prior "
+            "parameters (covariance_prior, mean_prior, kappa, nu) are out of "
+            "the range that double precision can handle: standardise X (for "
+            "example with sklearn.preprocessing.StandardScaler) and pass "
+            "priors on the data's scale, or leave them to their defaults."
         )
 
     def _chain_factory(self, X):
@@ -501,7 +591,8 @@ class DPGaussianClustering(BaseDPMixture):
             "gibbs" in moves,
             self.n_split_merge if "split-merge" in moves else 0,
             self._alpha_prior,
-            self.init_clusters,
+            # more initial clusters than points would only size slot arrays
+            min(self.init_clusters, X.shape[0]),
             permutation=self.permutation_dp if "permutation" in moves else None,
             beam_tolerance=float(self.beam_tolerance),
             burn_in=self.burn_in,
@@ -509,9 +600,7 @@ class DPGaussianClustering(BaseDPMixture):
         )
 
     def _check_new_data(self, X):
-        return np.ascontiguousarray(
-            validate_data(self, X, dtype=[np.float64], reset=False)
-        )
+        return _validate_vectors(self, X, reset=False)
 
     def _component_log_density(self, X, parameters):
         means, _, factors, dfs = parameters[:4]
@@ -551,6 +640,99 @@ class DPGaussianClustering(BaseDPMixture):
         return means[components] + z * np.sqrt(dfs[components][:, None] / g)
 
 
+# Data whose largest magnitude lies in this range runs as it is; other data is
+# rescaled by a power of two (see DPGaussianClustering._prepare).
+_SCALE_RANGE = (2.0**-100, 2.0**100)
+_TINY = np.finfo(np.float64).tiny
+# The largest concentration alpha_prior may let the chains draw.
+_MAX_ALPHA = 1e300
+
+
+def _validate_vectors(estimator, X, *, reset):
+    """``validate_data`` as float64, with a ValueError for numbers beyond float64.
+
+    Like scikit-learn's estimators, this accepts numeric strings ("0.5"), which
+    NumPy converts; a string that is not a number raises scikit-learn's
+    ValueError. A Python integer too large for a double (10**400) raises a
+    ValueError naming its row, not NumPy's OverflowError.
+    """
+    try:
+        X = validate_data(estimator, X, dtype=[np.float64], reset=reset)
+    except ValueError as error:
+        if not str(error).startswith("could not convert"):
+            raise  # scikit-learn's own messages name X
+        # NumPy's message for a string that is not a number names nothing
+        raise ValueError(
+            f"X holds a value that is not a number ({error}): X must hold real "
+            "numbers (numeric strings such as '0.5' are converted, as "
+            "scikit-learn does)."
+        ) from None
+    except OverflowError:
+        row = _first_overflowing_row(X)
+        where = "X" if row is None else f"Row {row} of X"
+        raise ValueError(
+            f"{where} holds a number too large for double precision (beyond "
+            f"{np.finfo(np.float64).max:g}): X must hold finite floats."
+        ) from None
+    return np.ascontiguousarray(X)
+
+
+def _first_overflowing_row(X):
+    """The first row of ``X`` holding a value that ``float`` cannot convert."""
+    try:
+        rows = list(np.asarray(X, dtype=object))
+    except Exception:  # pragma: no cover - X is refused anyway
+        return None
+    for i, row in enumerate(rows):
+        for value in np.ravel(row):
+            try:
+                float(value)
+            except (OverflowError, TypeError, ValueError):
+                return i
+    return None
+
+
+def _scale_exponent(X):
+    """k such that X / 2**k has magnitude about 1, or 0 if X is ordinary."""
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if top == 0.0 or _SCALE_RANGE[0] <= top <= _SCALE_RANGE[1]:
+        return 0
+    return int(np.frexp(top)[1])
+
+
+def _check_data_scale(X, k):
+    """Refuse data whose covariances double precision cannot hold in X's units.
+
+    ``X`` is the rescaled data, X / 2**k. Its mean variance, back in X's units,
+    must be finite (or the covariances overflow) and, unless X is constant,
+    large enough that the ridge added to the prior scale is a normal double.
+    """
+    variance = float(np.var(X, axis=0).mean())
+    if variance == 0.0:
+        return  # constant data: the prior gets a unit scale
+    with np.errstate(over="ignore", under="ignore"):
+        spread = float(np.ldexp(variance, 2 * k))
+    low = _TINY / COVARIANCE_RIDGE
+    if np.isfinite(spread) and spread >= low:
+        return
+    size = "large" if not np.isfinite(spread) else "small"
+    raise ValueError(
+        f"X's scale is too {size} for double precision: its mean variance is "
+        f"about 2**{2 * k + int(np.frexp(variance)[1])}, and the cluster "
+        f"covariances must lie between {low:.1e} and "
+        f"{np.finfo(np.float64).max:.1e}. Standardise X first, for example "
+        "with sklearn.preprocessing.StandardScaler; the clustering does not "
+        "depend on the scale of X."
+    )
+
+
+def _as_real_vector(value, name):
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must hold real numbers, got {value!r}.") from None
+
+
 def _student_t_log_density(X, means, factors, dfs, full):
     """(n_samples, K) log-densities of K Student-t distributions.
 
@@ -573,21 +755,69 @@ def _student_t_log_density(X, means, factors, dfs, full):
     n, d = X.shape
     out = np.empty((n, len(means)))
     for k, (mean, factor, df) in enumerate(zip(means, factors, dfs)):
-        diff = X - mean
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff = X - mean
+            if full:
+                u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
+                log1p_q = np.log1p((u * u).sum(axis=0) / df)
+            else:
+                u = diff / factor
+                log1p_q = np.log1p(u * u / df)
+        far = ~np.isfinite(log1p_q)
+        if far.any():
+            # Points so far out (|u| > 1e154) that u * u overflows: the same
+            # quantity in logarithms, from a rescaled difference.
+            if full:
+                log1p_q[far] = _far_log1p_full(X[far], mean, factor, df)
+            else:
+                rows = far.any(axis=1)
+                log1p_q[rows] = _far_log1p_diag(X[rows], mean, factor, df)
         if full:
-            u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
             out[:, k] = (
                 gammaln((df + d) / 2)
                 - gammaln(df / 2)
                 - d / 2 * np.log(df * np.pi)
                 - np.log(np.diag(factor)).sum()
-                - (df + d) / 2 * np.log1p((u * u).sum(axis=0) / df)
+                - (df + d) / 2 * log1p_q
             )
         else:
-            u = diff / factor
             out[:, k] = (
                 d * (gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * np.log(df * np.pi))
                 - np.log(factor).sum()
-                - (df + 1) / 2 * np.log1p(u * u / df).sum(axis=1)
+                - (df + 1) / 2 * log1p_q.sum(axis=1)
             )
     return out
+
+
+def _scaled_difference(X, mean):
+    """(x - mean) / 2**e per row and e, exact and finite for any finite input."""
+    # Halving first keeps x - mean finite; the row's largest entry is then
+    # brought to about 1 by a power of two.
+    diff = X * 0.5 - mean * 0.5
+    top = np.abs(diff).max(axis=1)
+    exponent = np.where(top > 0, np.frexp(top)[1], 0)
+    return np.ldexp(diff, -exponent[:, None]), exponent + 1
+
+
+def _log_column_sum_of_squares(u):
+    """log((u * u).sum(axis=0)) without overflow (-inf for an all-zero column)."""
+    top = np.abs(u).max(axis=0)
+    out = np.full(top.shape, -np.inf)
+    some = top > 0
+    scaled = u[:, some] / top[some]
+    out[some] = np.log((scaled * scaled).sum(axis=0)) + 2 * np.log(top[some])
+    return out
+
+
+def _far_log1p_full(X, mean, factor, df):
+    diff, exponent = _scaled_difference(X, mean)
+    u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
+    log_q = _log_column_sum_of_squares(u) + 2 * exponent * np.log(2.0)
+    return np.logaddexp(0.0, log_q - np.log(df))
+
+
+def _far_log1p_diag(X, mean, factor, df):
+    diff, exponent = _scaled_difference(X, mean)
+    with np.errstate(divide="ignore"):
+        log_u = np.log(np.abs(diff)) + exponent[:, None] * np.log(2.0) - np.log(factor)
+    return np.logaddexp(0.0, 2 * log_u - np.log(df))

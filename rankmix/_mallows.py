@@ -10,7 +10,7 @@ from scipy import integrate, optimize
 from scipy.special import gammaln
 
 from . import _kernels, mallows
-from ._base import BaseDPMixture
+from ._base import INTP_MAX, BaseDPMixture
 from ._mallows_chain import MallowsChain
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import check_rankings, ranking_lengths
@@ -29,10 +29,13 @@ class DPMallowsClustering(BaseDPMixture):
     alpha : float, default=1.0
         Concentration of the Dirichlet process: larger values favour more clusters.
     nu : float, default=1.0
-        Strength (equivalent sample size) of the conjugate prior on theta.
+        Strength (equivalent sample size) of the conjugate prior on theta; at
+        most 1e12.
     r : float or array-like of shape (t_max,), default=1.0
         The prior's r_j > 0 (equivalent mean code per rank): larger values favour
-        smaller theta, that is more dispersed clusters.
+        smaller theta, that is more dispersed clusters. Each rate ``nu * r_j``
+        must lie in [1e-300, 1e12], the range in which double precision can
+        normalise and sample the prior; other values raise a ValueError.
     sampler : {"beta-gibbs", "slice-gibbs"}, default="beta-gibbs"
         "slice-gibbs" (Figure 1 of the paper) samples theta explicitly by slice
         sampling; with ``sigma_update="mh"`` it is an exact MCMC for the model.
@@ -51,6 +54,9 @@ class DPMallowsClustering(BaseDPMixture):
         Size of the random initial clustering.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
+        At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
+        (2 GiB at that size), so a larger n raises a ValueError before fitting.
+        Map sparse ids (product ids, say) to 0..n-1 first.
     n_iter : int, default=200
         Sweeps per chain, burn-in included.
     burn_in : int, default=100
@@ -165,9 +171,9 @@ class DPMallowsClustering(BaseDPMixture):
         "r": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "sampler": [StrOptions({"beta-gibbs", "slice-gibbs"})],
         "sigma_update": [StrOptions({"mh", "stagewise"})],
-        "n_gibbs": [Interval(Integral, 1, None, closed="left")],
-        "n_slices": [Interval(Integral, 1, None, closed="left")],
-        "init_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_gibbs": [Interval(Integral, 1, INTP_MAX, closed="both")],
+        "n_slices": [Interval(Integral, 1, INTP_MAX, closed="both")],
+        "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_items": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -217,9 +223,10 @@ class DPMallowsClustering(BaseDPMixture):
         # Columns that only pad would add stages without data.
         X = X[:, : ranking_lengths(X).max()].copy()
         self.n_items_ = int(X.max()) + 1 if self.n_items is None else self.n_items
+        _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
         t_max = X.shape[1]
-        r = np.asarray(self.r, dtype=np.float64)
+        r = _as_positive_reals(self.r, "r")
         if r.ndim > 1 or (r.ndim == 1 and len(r) < t_max):
             raise ValueError(
                 f"r must be a scalar or have one value per rank (t_max={t_max}), "
@@ -228,6 +235,7 @@ class DPMallowsClustering(BaseDPMixture):
         if not np.all(np.isfinite(r)) or np.any(r <= 0):
             raise ValueError(f"r must be finite and > 0, got {self.r!r}.")
         self.r_ = np.full(t_max, float(r)) if r.ndim == 0 else r[:t_max].copy()
+        _check_prior_range(float(self.nu), self.r_)
         self._log_prior_norm = np.array(
             [
                 log_theta_normaliser(
@@ -236,6 +244,13 @@ class DPMallowsClustering(BaseDPMixture):
                 for j in range(t_max)
             ]
         )
+        if not np.all(np.isfinite(self._log_prior_norm)):
+            j = int(np.argmax(~np.isfinite(self._log_prior_norm)))
+            raise ValueError(
+                f"The prior on theta_{j + 1} (nu={self.nu}, r[{j}]={self.r_[j]}) "
+                "cannot be normalised in double precision; choose nu and r "
+                "closer to 1."
+            )
         lengths = ranking_lengths(X)
         self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(X)
         return X
@@ -250,11 +265,10 @@ class DPMallowsClustering(BaseDPMixture):
         log_norm = self._log_prior_norm
         beta_gibbs = self.sampler == "beta-gibbs"
         use_mh = self.sigma_update == "mh"
-        n_gibbs, n_slices, init_clusters = (
-            self.n_gibbs,
-            self.n_slices,
-            self.init_clusters,
-        )
+        n_gibbs, n_slices = self.n_gibbs, self.n_slices
+        # More initial clusters than rankings only sizes slot arrays for nothing
+        # (2 * init_clusters slots are allocated up front).
+        init_clusters = min(self.init_clusters, X.shape[0])
 
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine appends the bit generator
@@ -328,6 +342,92 @@ class DPMallowsClustering(BaseDPMixture):
         return X
 
 
+# Each chain allocates an n_items x n_items float64 work matrix (the weighted
+# "preceded" table of Sample-sigma, _mallows_chain.pyx) and two n_items vectors
+# per cluster slot. 2**14 items make that matrix 2 GiB per chain, and a Gibbs
+# round over full rankings of n items costs O(n^2): beyond that, a fit would
+# exhaust the memory of most machines (each of n_jobs chains holds its own) or
+# run for days, so a larger n_items is refused before any allocation.
+MAX_CHAIN_ITEMS = 2**14
+
+# The usable range of the prior's strength nu and of its rates nu * r_j. The
+# log-density of the theta prior is of order nu (and nu r_j): beyond 1e12 it
+# pins theta to one value to double precision, its normaliser loses its
+# quadrature and the log joint keeps no significant digit (nu = 1e14 already
+# gives a log joint of -inf, nu * r = 1e15 a sampler that never returns). A
+# rate below 1e-300 leaves the prior flat up to theta ~ 1e300, the edge of the
+# double range, and its normaliser cannot be integrated.
+MAX_PRIOR_STRENGTH = 1e12
+MIN_PRIOR_RATE = 1e-300
+
+
+def _check_chain_memory(n_items, inferred):
+    """Refuse an ``n_items`` whose per-chain work arrays would not fit in memory."""
+    if n_items <= MAX_CHAIN_ITEMS:
+        return
+    gib = 8 * n_items**2 / 2**30
+    message = (
+        f"n_items={n_items} is too large for DPMallowsClustering: each chain "
+        f"allocates an n_items x n_items float64 work matrix, {gib:,.1f} GiB "
+        f"here. At most {MAX_CHAIN_ITEMS} items are supported "
+        f"({8 * MAX_CHAIN_ITEMS**2 // 2**30} GiB per chain)."
+    )
+    if inferred:
+        message += (
+            " n_items was taken from the largest item id of X plus one: if the "
+            "ids are sparse (product or movie ids, say), map the ids used to "
+            "0..n-1 first (numpy.unique with return_inverse=True), keeping -1 "
+            "as padding."
+        )
+    raise ValueError(message)
+
+
+def _as_positive_reals(value, name):
+    """``value`` as a float64 array, a TypeError naming ``name`` if not numbers."""
+    if isinstance(value, (list, tuple)):
+        # NumPy would read [1, True] as [1, 1]
+        value = np.asarray(value, dtype=object)
+    array = np.asarray(value)
+    if array.dtype.kind == "O":
+        flat = array.ravel()
+        for position, item in enumerate(flat):
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, Real):
+                raise TypeError(
+                    f"{name} must hold positive real numbers, got {item!r} of "
+                    f"type {type(item).__name__} at position {position}."
+                )
+        with np.errstate(over="ignore"):
+            return np.array([float(item) for item in flat]).reshape(array.shape)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a positive number or an array of positive numbers, "
+            f"got {value!r} (dtype {array.dtype})."
+        )
+    return array.astype(np.float64)
+
+
+def _check_prior_range(nu, r):
+    """Refuse a theta prior whose strength is outside the usable double range."""
+    if nu > MAX_PRIOR_STRENGTH:
+        raise ValueError(
+            f"nu={nu} is too large: the theta prior's strength must be at most "
+            f"{MAX_PRIOR_STRENGTH:g}. A prior worth more rankings than that "
+            "fixes theta to double precision and leaves no significant digit in "
+            "the log joint; to fix theta, use a large but moderate nu (1e6)."
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        rates = nu * r
+    bad = ~((rates >= MIN_PRIOR_RATE) & (rates <= MAX_PRIOR_STRENGTH))
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(
+            f"nu * r[{j}] = {rates[j]:g} (nu={nu:g}, r[{j}]={r[j]:g}) is outside "
+            f"[{MIN_PRIOR_RATE:g}, {MAX_PRIOR_STRENGTH:g}], the range of the "
+            "theta prior's rate nu * r_j that double precision can normalise "
+            "and sample. Choose nu and r so that their product lies in it."
+        )
+
+
 def log_theta_normaliser(a, b, m):
     """log of the integral over theta >= 0 of exp(-a theta - b log psi_m(theta)).
 
@@ -340,22 +440,29 @@ def log_theta_normaliser(a, b, m):
         return -a * theta - b * _kernels._log_psi_wrapper(m, theta)
 
     upper = 50.0 / a + 50.0
-    mode = optimize.minimize_scalar(
-        lambda theta: -log_density(theta),
-        bounds=(0.0, upper),
-        method="bounded",
-        options={"xatol": 1e-10},
-    ).x
+    # Brent's parabolic steps overflow harmlessly on the huge bracket of a
+    # tiny a (1e-300): the golden-section steps still find the mode.
+    with np.errstate(over="ignore", invalid="ignore"):
+        mode = optimize.minimize_scalar(
+            lambda theta: -log_density(theta),
+            bounds=(0.0, upper),
+            method="bounded",
+            options={"xatol": 1e-10},
+        ).x
     top = log_density(mode)
     scale = 1.0 / a
     pieces = [
         integrate.quad(
             lambda theta: np.exp(log_density(theta) - top), lo, hi, limit=200
         )[0]
-        for lo, hi in [
-            (0.0, mode),
-            (mode, mode + 10 * scale),
-            (mode + 10 * scale, np.inf),
-        ]
+        for lo, hi in [(0.0, mode), (mode, mode + 10 * scale)]
     ]
-    return top + np.log(sum(pieces))
+    # The tail in units of the scale 1 / a: beyond the mode the log-density
+    # falls with a slope between -a and 0, so this integrand decays like
+    # exp(-t), which quad integrates to infinity. Integrated in theta, a small
+    # a (1e-3 and below) left the tail out, with an IntegrationWarning.
+    start = mode + 10 * scale
+    tail = integrate.quad(
+        lambda t: np.exp(log_density(start + t * scale) - top), 0.0, np.inf, limit=200
+    )[0]
+    return top + np.log(sum(pieces) + tail * scale)

@@ -17,15 +17,17 @@ the ``sklearn-compat`` package covers only ``_fit_context`` and
 private imports.
 """
 
+import numpy as np
+
 try:
     from sklearn.base import _fit_context
     from sklearn.utils._param_validation import (
         HasMethods,
-        Interval,
         InvalidParameterError,
         StrOptions,
         validate_params,
     )
+    from sklearn.utils._param_validation import Interval as _Interval
     from sklearn.utils.validation import _check_feature_names_in
 except ImportError as error:  # pragma: no cover - only with an untested release
     import sklearn
@@ -35,6 +37,23 @@ except ImportError as error:  # pragma: no cover - only with an untested release
         f"scikit-learn {sklearn.__version__} no longer provides ({error}). "
         f"Install a supported release: pip install 'scikit-learn>=1.6,<1.10'."
     ) from error
+
+
+class Interval(_Interval):
+    """scikit-learn's ``Interval`` constraint, refusing booleans.
+
+    ``bool`` is a subclass of ``int``, so scikit-learn accepts ``n_iter=True``
+    as the integer 1 and ``alpha=True`` as the number 1.0; in rankmix a boolean
+    for a count or a rate is a mistake (a flag passed to the wrong
+    parameter), so every rankmix interval refuses it with the usual
+    ``InvalidParameterError`` naming the parameter.
+    """
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
+
 
 __all__ = [
     "HasMethods",

@@ -17,7 +17,7 @@ an error naming the first bad row, before any compiled code runs.
 
 import numbers
 from collections.abc import Mapping, Set
-from itertools import chain
+from itertools import chain, repeat
 
 import numpy as np
 from scipy import sparse
@@ -195,6 +195,9 @@ def _as_numeric_array(X, input_name):
         except ValueError:
             # NumPy refuses inhomogeneous nesting: rankings of unequal length.
             return _pad_ragged(X, input_name)
+        if array.dtype.kind in "iuf":
+            # NumPy reads True as 1 among numbers: look for booleans in X itself
+            _refuse_booleans(X, input_name)
     else:
         # Also covers pandas DataFrames and other array-likes.
         array = np.asarray(X)
@@ -205,6 +208,37 @@ def _as_numeric_array(X, input_name):
         return None
 
     return _to_numeric_dtype(array, input_name, locate)
+
+
+_BOOLEAN_TYPES = frozenset({bool, np.bool_})
+_ROW_TYPES = (list, tuple, np.ndarray)
+
+
+def _refuse_booleans(X, input_name):
+    """Raise a TypeError if the list ``X`` or one of its rows holds a boolean.
+
+    NumPy converts ``[[0, True]]`` to an integer array, which would read
+    ``True`` as item 1, so booleans must be caught in the list itself. The
+    scans run in C (``map(type, ...)``); only the error path loops in Python.
+    """
+    if _BOOLEAN_TYPES.intersection(map(type, X)):
+        position = next(i for i, v in enumerate(X) if type(v) in _BOOLEAN_TYPES)
+        raise TypeError(
+            f"{input_name} holds {X[position]!r} at position {position}: booleans "
+            "are not item ids. Expected integer item ids."
+        )
+    if not all(map(isinstance, X, repeat(_ROW_TYPES))):
+        return  # other rows are refused later, with their own message
+    if not _BOOLEAN_TYPES.intersection(map(type, chain.from_iterable(X))):
+        return
+    for row, values in enumerate(X):
+        for value in values:
+            if type(value) in _BOOLEAN_TYPES:
+                raise TypeError(
+                    f"Row {row} of {input_name} holds {value!r} of type "
+                    f"{type(value).__name__}: booleans are not item ids. "
+                    "Expected integer item ids."
+                )
 
 
 def _pad_ragged(X, input_name):
@@ -235,6 +269,8 @@ def _pad_ragged(X, input_name):
             f"Expected a 2-D array of rankings for {input_name}, but its rows "
             "hold nested sequences: it has more than 2 dimensions."
         )
+    if flat.dtype.kind in "iuf":
+        _refuse_booleans(X, input_name)
     ends = np.cumsum(lengths)
 
     def locate(position):
@@ -605,7 +641,7 @@ def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
     >>> check_theta(0.5, n_stages=3)
     array([[0.5, 0.5, 0.5]])
     """
-    array = _as_numeric_array(theta, input_name).astype(np.float64)
+    array = _as_dispersions(theta, input_name)
     if array.ndim == 0:
         array = np.full(max(n_stages, 1), float(array))
     if array.ndim == 1:
@@ -621,5 +657,61 @@ def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
             f"{n_stages} (one per place of the longest ranking)."
         )
     if not np.isfinite(array).all() or (array < 0).any():
-        raise ValueError(f"{input_name} must be finite and >= 0, got {theta!r}.")
+        bad = ~np.isfinite(array) | (array < 0)
+        centre, stage = np.unravel_index(int(np.argmax(bad)), array.shape)
+        where = (
+            f"stage {stage}" if n_centres == 1 else f"centre {centre}, stage {stage}"
+        )
+        raise ValueError(
+            f"{input_name} must be finite and >= 0 at every stage, got "
+            f"{float(array[centre, stage])} at {where}."
+        )
     return np.ascontiguousarray(array)
+
+
+def _as_dispersions(theta, input_name):
+    """Convert ``theta`` to a float64 array, refusing what is not real numbers.
+
+    The compiled kernels read theta through typed memoryviews, so ``None`` (or
+    anything else that is not an array of real numbers) must never get
+    through: a TypeError names ``input_name`` instead.
+    """
+    if theta is None:
+        raise TypeError(
+            f"{input_name} must be a non-negative number or an array of them, got None."
+        )
+    if sparse.issparse(theta):
+        raise TypeError(
+            f"{input_name} must be a dense array of dispersions, got "
+            f"{type(theta).__name__}."
+        )
+    try:
+        array = np.asarray(theta)
+    except ValueError:
+        raise ValueError(
+            f"{input_name} must be a scalar, a 1-D array or a 2-D array of "
+            "dispersions, but its rows have different lengths."
+        ) from None
+    kind = array.dtype.kind
+    if kind in "iuf":
+        with np.errstate(over="ignore"):
+            return array.astype(np.float64)
+    if kind != "O":
+        described = {"b": "booleans", "c": "complex numbers", "U": "strings"}
+        raise TypeError(
+            f"{input_name} holds {described.get(kind, 'non-numbers')} (dtype "
+            f"{array.dtype}): expected non-negative real dispersions."
+        )
+    flat = array.ravel()
+    values = np.empty(flat.shape, dtype=np.float64)
+    for position, value in enumerate(flat):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(
+                f"{input_name} holds {value!r} of type {type(value).__name__} at "
+                f"position {position}: expected non-negative real dispersions."
+            )
+        try:
+            values[position] = float(value)
+        except OverflowError:
+            values[position] = np.inf  # refused as not finite by the caller
+    return values.reshape(array.shape)

@@ -34,12 +34,20 @@ from ._validation import check_permutations, check_rankings, check_theta
 __all__ = ["codes", "kendall_distance", "log_likelihood", "sample"]
 
 
-def _check_model(X, sigma, theta=None):
-    """Validate rankings against one or several centres (and their thetas)."""
+_NO_THETA = object()
+
+
+def _check_model(X, sigma, theta=_NO_THETA):
+    """Validate rankings against one or several centres (and their thetas).
+
+    ``theta`` is left out by the functions that take none; any value passed,
+    ``None`` included, is validated (the compiled log-likelihood would
+    dereference a ``None`` theta).
+    """
     sigmas, single = check_permutations(sigma)
     n_items = sigmas.shape[1]
     X = check_rankings(X, n_items=n_items)
-    if theta is None:
+    if theta is _NO_THETA:
         return X, sigmas, single, None
     thetas = check_theta(theta, n_stages=X.shape[1], n_centres=sigmas.shape[0])
     return X, sigmas, single, thetas
@@ -208,6 +216,10 @@ def sample(sigma, theta, n_samples, t, random_state=None):
     return _kernels.rankings_from_codes(stage_codes, sigmas[0])
 
 
+# theta * (number of values) under this: the stage's codes are uniform.
+_UNIFORM_BELOW = 2.0**-53
+
+
 def _sample_codes(theta, n_items, n_samples, rng):
     """Independent codes: column j truncated-geometric on 0..n-1-j, rate theta[j]."""
     t = theta.shape[0]
@@ -218,7 +230,10 @@ def _sample_codes(theta, n_items, n_samples, rng):
         mass = -np.expm1(-theta * top)
         draws = np.floor(-np.log1p(-u * mass) / theta)
     uniform = np.floor(u * top)  # theta = 0: uniform codes
-    draws = np.where(theta > 0, draws, uniform)
+    # When theta * top is below double precision, the pmf exp(-theta k) is
+    # uniform to the last bit, while the inversion above loses every digit
+    # (subnormal theta): such stages are drawn as uniform, exactly.
+    draws = np.where(theta * top >= _UNIFORM_BELOW, draws, uniform)
     # Round-off can land exactly on the upper end of the range.
     return np.minimum(draws, top - 1).astype(np.intp)
 

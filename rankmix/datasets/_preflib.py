@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from .._sklearn_compat import HasMethods, StrOptions, validate_params
-from .._validation import check_rankings
+from .._validation import _MAX_N_ITEMS, check_rankings
 
 __all__ = ["load_preflib"]
 
@@ -36,6 +36,18 @@ _STRICT_ORDER = re.compile(r"\s*[0-9]+\s*(?:,\s*[0-9]+\s*)*")
 _ALTERNATIVE_NAME = re.compile(r"ALTERNATIVE NAME\s+(\S+)")
 # A comma that is not inside braces: "1,{2,3},4" splits into "1", "{2,3}", "4".
 _TOP_LEVEL_COMMA = re.compile(r",(?![^{]*\})")
+
+# Limits on what a file may declare, so that a file of a few bytes cannot make
+# the reader allocate gigabytes (see "Limits" in the load_preflib docstring).
+# ``data`` expands the counts: at most 2**27 entries (1 GiB of np.intp).
+_MAX_DATA_ENTRIES = 2**27
+# Alternatives that no line of the file mentions (in an order or an
+# ALTERNATIVE NAME line) each get a generated name and count as an item nobody
+# ranked. A 2022 file names every alternative; this leaves room for older files
+# that omit names while keeping the item list proportional to the file.
+_MAX_UNMENTIONED = 2**16
+# Integers longer than this are refused before Python converts them.
+_MAX_DIGITS = 30
 
 
 @validate_params(
@@ -114,7 +126,7 @@ def load_preflib(file, *, ties="raise"):
         .soc or .toc file, a tie (with ``ties="raise"``), a header line after
         the orders, or counts that disagree with ``NUMBER VOTERS`` or ``NUMBER
         UNIQUE ORDERS``. Files of other PrefLib types (e.g. ``.cat``) are
-        refused too.
+        refused too, and so are files beyond the limits below.
 
     See Also
     --------
@@ -128,6 +140,16 @@ def load_preflib(file, *, ties="raise"):
     choice), and keeping them leaves the data as the file has it. To complete
     them anyway, write the missing id, ``n_items * (n_items - 1) // 2`` minus
     the sum of the row's ``n_items - 1`` ids, into its last column.
+
+    Limits. A file of a few bytes can declare any number, so the reader bounds
+    what it allocates, naming the file and line that goes beyond:
+    ``NUMBER ALTERNATIVES`` is at most 2**31 (the item ids of the model), and
+    at most 65,536 alternatives may go unmentioned by every line of the file
+    (a 2022 file names all of them in ``ALTERNATIVE NAME`` lines; each
+    unmentioned one gets a generated name); ``data``, the counts expanded, may
+    hold at most 2**27 entries (voters times the longest ranking, 1 GiB); an
+    integer may have at most 30 digits. Real PrefLib files are far below
+    these limits.
 
     The labels of a file are taken as the file states them. PrefLib's sushi
     file (00014-00000001.soc) has wrong alternative names; use
@@ -212,6 +234,9 @@ class _PrefLibReader:
         self.orders = []
         self.counts = []
         self.n_dropped = 0
+        self.n_kept = 0  # voters whose ranking goes into data
+        self.t_max = 0  # longest ranking kept
+        self.mentioned = set()  # labels of the orders' slow path (ties, faults)
 
     def fault(self, lineno, message):
         return ValueError(f"{self.source}, line {lineno}: {message}")
@@ -251,14 +276,27 @@ class _PrefLibReader:
         self.header[key] = value
         self.header_lines[key] = lineno
 
-    def integer(self, text, lineno, what, minimum=1):
+    def integer(self, text, lineno, what, minimum=1, maximum=None):
         match = _INTEGER.fullmatch(text)
+        # Refuse very long digit strings before int() (Python limits how long a
+        # string it converts, with a message that names no file).
+        digits = match.group(1).lstrip("0") if match is not None else ""
+        if match is not None and len(digits) > _MAX_DIGITS:
+            raise self.fault(
+                lineno,
+                f"{what} {digits[:12]}... ({len(digits)} digits) is too large.",
+            )
         if match is None or int(match.group(1)) < minimum:
             kind = "positive" if minimum > 0 else "non-negative"
             raise self.fault(
                 lineno, f"bad {what} {text.strip()!r}: expected a {kind} integer."
             )
-        return int(match.group(1))
+        value = int(match.group(1))
+        if maximum is not None and value > maximum:
+            raise self.fault(
+                lineno, f"{what} {value} is too large: rankmix reads at most {maximum}."
+            )
+        return value
 
     def start_orders(self, lineno):
         """Check the header once, when the first order line comes."""
@@ -272,6 +310,7 @@ class _PrefLibReader:
             self.header["NUMBER ALTERNATIVES"],
             self.header_lines["NUMBER ALTERNATIVES"],
             "NUMBER ALTERNATIVES",
+            maximum=_MAX_N_ITEMS,
         )
         for label, (_, name_line) in self.names.items():
             if label > self.n_items:
@@ -299,11 +338,11 @@ class _PrefLibReader:
                 lineno,
                 "missing ':' between the count and the order (count: a1,a2,...).",
             )
-        count = self.integer(count_text, lineno, "count")
+        count = self.integer(count_text, lineno, "count", maximum=_MAX_DATA_ENTRIES)
         ranking = self.strict_ranking(order_text)
         if ranking is None:
             ranking = self.ranking(self.groups(order_text, lineno), lineno)
-        self.add(ranking, count)
+        self.add(ranking, count, lineno)
 
     def strict_ranking(self, text):
         """The ranking of a valid strict order, or None for any other text.
@@ -323,11 +362,27 @@ class _PrefLibReader:
             return None
         return tuple(label - 1 for label in labels)
 
-    def add(self, ranking, count):
-        """Count ``count`` voters for ``ranking``; an empty one is dropped."""
+    def add(self, ranking, count, lineno=None):
+        """Count ``count`` voters for ``ranking``; an empty one is dropped.
+
+        ``lineno`` (of the order, for the message if the voters get too many)
+        is None for readers of other formats that count one voter a line.
+        """
         if not ranking:
             self.n_dropped += count
             return
+        self.n_kept += count
+        self.t_max = max(self.t_max, len(ranking))
+        if self.n_kept * self.t_max > _MAX_DATA_ENTRIES:
+            message = (
+                f"the counts up to this line add up to {self.n_kept} voters "
+                f"with rankings of up to {self.t_max} alternatives: expanded "
+                f"into `data`, they would exceed the {_MAX_DATA_ENTRIES} "
+                f"entries ({_MAX_DATA_ENTRIES * 8 // 2**30} GiB) rankmix reads."
+            )
+            if lineno is None:
+                raise ValueError(f"{self.source}: {message}")
+            raise self.fault(lineno, message)
         row = self.index.setdefault(ranking, len(self.orders))
         if row == len(self.orders):
             self.orders.append(ranking)
@@ -385,6 +440,7 @@ class _PrefLibReader:
                     )
                 prefix = tuple(ids)
             ids.extend(group_ids)
+        self.mentioned.update(seen)
         if self.data_type in _COMPLETE_TYPES and len(seen) != self.n_items:
             raise self.fault(
                 lineno,
@@ -411,6 +467,25 @@ class _PrefLibReader:
             raise ValueError(
                 f"{self.source}: every order starts with a tie, so ties='truncate' "
                 "leaves no ranking."
+            )
+        self.check_mentions()
+
+    def check_mentions(self):
+        """Refuse a NUMBER ALTERNATIVES far beyond what the file's lines mention."""
+        if self.n_items <= _MAX_UNMENTIONED:
+            return
+        mentioned = set(self.names).union(self.mentioned)
+        for ranking in self.orders:
+            mentioned.update(item + 1 for item in ranking)
+        unmentioned = self.n_items - len(mentioned)
+        if unmentioned > _MAX_UNMENTIONED:
+            raise self.fault(
+                self.header_lines["NUMBER ALTERNATIVES"],
+                f"NUMBER ALTERNATIVES is {self.n_items}, but the file's orders and "
+                f"ALTERNATIVE NAME lines mention only {len(mentioned)} of them. "
+                f"rankmix reads at most {_MAX_UNMENTIONED} alternatives that no "
+                "line mentions (each would get a generated name and enter the "
+                "model as an item nobody ranked); is NUMBER ALTERNATIVES right?",
             )
 
     def result(self):

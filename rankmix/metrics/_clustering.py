@@ -33,20 +33,8 @@ def _check_clusterings(labels_true, labels_pred):
     "legacy multi-label" representation, while any hashable label is valid
     here.
     """
-    labels_true = check_array(
-        labels_true,
-        ensure_2d=False,
-        ensure_min_samples=0,
-        dtype=None,
-        input_name="labels_true",
-    )
-    labels_pred = check_array(
-        labels_pred,
-        ensure_2d=False,
-        ensure_min_samples=0,
-        dtype=None,
-        input_name="labels_pred",
-    )
+    labels_true = _as_labels(labels_true, "labels_true")
+    labels_pred = _as_labels(labels_pred, "labels_pred")
 
     continuous_true = _is_continuous(labels_true)
     continuous_pred = _is_continuous(labels_pred)
@@ -68,6 +56,27 @@ def _check_clusterings(labels_true, labels_pred):
     return labels_true, labels_pred
 
 
+def _as_labels(labels, input_name):
+    """``check_array`` on one labeling, with errors that name it."""
+    try:
+        return check_array(
+            labels,
+            ensure_2d=False,
+            ensure_min_samples=0,
+            dtype=None,
+            input_name=input_name,
+        )
+    except ValueError as error:
+        if input_name in str(error):
+            raise
+        # NumPy's own messages (a label that is a sequence: "setting an array
+        # element with a sequence ... inhomogeneous shape") name nothing.
+        raise ValueError(
+            f"{input_name} must be a 1-D array-like of hashable scalar labels "
+            f"(integers, strings, ...), not of sequences: {error}"
+        ) from None
+
+
 def _is_continuous(labels):
     """Whether floating-point labels hold non-integral values.
 
@@ -79,13 +88,16 @@ def _is_continuous(labels):
         return bool(np.any(labels != np.trunc(labels)))
 
 
-def _factorize(labels):
+def _factorize(labels, input_name="labels"):
     """Map labels to dense integer codes.
 
     Parameters
     ----------
     labels : ndarray of shape (n_samples,)
         Validated labels.
+
+    input_name : str, default="labels"
+        Name of the labeling, used in error messages.
 
     Returns
     -------
@@ -127,18 +139,18 @@ def _factorize(labels):
         # types without a total order (mixed ints and strings, None, sets).
         # Even fixed-width strings hash faster than NumPy sorts them (by
         # about 1.5x at 1e5 to 1e6 labels).
-        return _factorize_hashable(labels)
+        return _factorize_hashable(labels, input_name)
 
     try:
         _, codes, counts = np.unique(labels, return_inverse=True, return_counts=True)
     except TypeError:
-        return _factorize_hashable(labels)
+        return _factorize_hashable(labels, input_name)
     return codes.reshape(-1).astype(np.intp, copy=False), counts.astype(
         np.intp, copy=False
     )
 
 
-def _factorize_hashable(labels):
+def _factorize_hashable(labels, input_name="labels"):
     """Factorise arbitrary hashable labels through a dict, in O(N).
 
     Labels equal under ``==`` (and so of equal hash) share a code, as Python
@@ -151,7 +163,8 @@ def _factorize_hashable(labels):
         table = dict.fromkeys(values)
     except TypeError as exc:
         raise TypeError(
-            f"Clustering labels must be hashable; got an unhashable label: {exc}."
+            f"Clustering labels must be hashable; {input_name} holds an "
+            f"unhashable label: {exc}."
         ) from exc
     for code, key in enumerate(table):
         table[key] = code
@@ -316,8 +329,8 @@ def variation_of_information(labels_true, labels_pred):
     if n_samples == 0:
         return 0.0
 
-    codes_true, sizes_true = _factorize(labels_true)
-    codes_pred, sizes_pred = _factorize(labels_pred)
+    codes_true, sizes_true = _factorize(labels_true, "labels_true")
+    codes_pred, sizes_pred = _factorize(labels_pred, "labels_pred")
     rows, cols, cell_counts = _contingency_cells(
         codes_true, sizes_true.shape[0], codes_pred, sizes_pred.shape[0]
     )

@@ -1,0 +1,639 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Regression tests for the reliability review (shared/reviews/reliability.md).
+
+Every reproducer of the review's "Defects" section is here. Bad input must raise
+a ValueError or TypeError naming the parameter, the row or the file and line,
+before compiled code runs: never a crash, a hang, a MemoryError, an
+OverflowError, a FloatingPointError, or a silent NaN, inf or wrong answer.
+"""
+
+import io
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import sparse
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from rankmix import DPGaussianClustering, DPMallowsClustering, mallows
+from rankmix._gaussian import _student_t_log_density
+from rankmix._sklearn_compat import InvalidParameterError
+from rankmix._validation import check_rankings
+from rankmix.datasets import _preflib, load_preflib
+from rankmix.metrics import variation_of_information
+from rankmix.preprocessing import ScoresToRankings
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+SHORT = dict(n_iter=4, burn_in=2, random_state=0)
+RANKINGS = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 1, 2]]
+BLOBS, BLOB_LABELS = make_blobs(120, centers=3, random_state=0)
+
+
+def mallows_fit(X=RANKINGS, **params):
+    return lambda: DPMallowsClustering(**{**SHORT, **params}).fit(X)
+
+
+def gaussian_fit(X=BLOBS, **params):
+    return lambda: DPGaussianClustering(**{**SHORT, **params}).fit(X)
+
+
+def preflib(text):
+    return lambda: load_preflib(io.StringIO(text))
+
+
+# (call, exception type, regex the message must match), labelled by defect.
+BAD_INPUT = {
+    # 1 and 8: theta errors name theta, not item ids
+    "1-theta-None": (
+        lambda: mallows.log_likelihood([[0, 1, 2]], [0, 1, 2], None),
+        TypeError,
+        "theta must be .* got None",
+    ),
+    "8-theta-string": (
+        lambda: mallows.log_likelihood([[0, 1]], [0, 1, 2], "a"),
+        TypeError,
+        "theta holds strings .*dispersions",
+    ),
+    "8-theta-list-with-string": (
+        lambda: mallows.log_likelihood([[0, 1]], [0, 1, 2], [1, "a", 2]),
+        TypeError,
+        "theta holds strings",
+    ),
+    "8-theta-object": (
+        lambda: mallows.log_likelihood([[0, 1]], [0, 1, 2], [1.0, None]),
+        TypeError,
+        "theta holds None",
+    ),
+    "8-theta-bool": (
+        lambda: mallows.sample([0, 1, 2], True, 2, 2),
+        TypeError,
+        "theta holds booleans",
+    ),
+    "8-theta-short": (
+        lambda: mallows.log_likelihood([[0, 1, 2]], [0, 1, 2], [1.0]),
+        ValueError,
+        "theta has 1 stages, but the rankings need 3",
+    ),
+    "8-theta-nan": (
+        lambda: mallows.log_likelihood([[0, 1]], [0, 1, 2], [1.0, np.nan]),
+        ValueError,
+        "theta must be finite and >= 0 .* nan at stage 1",
+    ),
+    "8-theta-negative": (
+        lambda: mallows.sample([0, 1, 2], [1.0, -1.0], 2, 2),
+        ValueError,
+        "theta must be finite and >= 0 .* -1.0 at stage 1",
+    ),
+    # 2 and 8: nu * r overflowing or underflowing, named
+    "2-nu-r-1e200": (mallows_fit(nu=1e200, r=1e200), ValueError, "nu=1e\\+200"),
+    "2-nu-r-1e155": (mallows_fit(nu=1e155, r=1e155), ValueError, "nu=1e\\+155"),
+    "2-nu-1e308-slice": (
+        mallows_fit(nu=1e308, r=10, sampler="slice-gibbs"),
+        ValueError,
+        "nu=1e\\+308 is too large",
+    ),
+    "2-nu-r-overflow-only-product": (
+        mallows_fit(nu=1e10, r=1e10),
+        ValueError,
+        r"nu \* r\[0\] = 1e\+20",
+    ),
+    "8-r-1e-310": (mallows_fit(r=1e-310), ValueError, r"nu \* r\[0\] = 1e-310"),
+    "8-r-5e-324": (mallows_fit(r=5e-324), ValueError, r"nu \* r\[0\]"),
+    "8-nu-r-underflow": (
+        mallows_fit(nu=1e-300, r=1e-300),
+        ValueError,
+        r"nu \* r\[0\] = 0 \(nu=1e-300",
+    ),
+    "8-nu-1e-8-r-1e-300": (mallows_fit(nu=1e-8, r=1e-300), ValueError, r"nu \* r"),
+    "8-r-per-rank": (
+        mallows_fit(r=[1.0, 1e300, 1.0]),
+        ValueError,
+        r"nu \* r\[1\] = 1e\+300",
+    ),
+    "6-nu-1e300": (mallows_fit(nu=1e300), ValueError, "nu=1e\\+300"),
+    "6-r-1e300": (mallows_fit(r=1e300), ValueError, r"nu \* r\[0\]"),
+    "8-r-with-string": (mallows_fit(r=[1, 2, "a", 4]), TypeError, "r must .* 'a'"),
+    "8-r-with-bool": (mallows_fit(r=[1, True, 1]), TypeError, "r must .* True"),
+    # 3a: the chain's n_items x n_items matrix
+    "3a-large-item-id": (
+        mallows_fit([[0], [59999]]),
+        ValueError,
+        "n_items=60000 is too large .* 26.8 GiB .* map the ids",
+    ),
+    "3a-large-n_items": (
+        mallows_fit([[0, 1], [1, 0]], n_items=100000),
+        ValueError,
+        "n_items=100000 is too large .* 74.5 GiB",
+    ),
+    # 3b and 7: init_clusters too large for a C integer
+    "3b-init_clusters-2**63-mallows": (
+        mallows_fit(init_clusters=2**63),
+        ValueError,
+        "'init_clusters' parameter",
+    ),
+    "3b-init_clusters-2**63-gaussian": (
+        gaussian_fit([[0.0], [1.0]], init_clusters=2**63),
+        ValueError,
+        "'init_clusters' parameter",
+    ),
+    "7-n_gibbs-2**63": (mallows_fit(n_gibbs=2**63), ValueError, "'n_gibbs'"),
+    "7-n_slices-2**63": (mallows_fit(n_slices=2**63), ValueError, "'n_slices'"),
+    "7-n_split_merge-2**63": (
+        gaussian_fit(n_split_merge=2**63),
+        ValueError,
+        "'n_split_merge'",
+    ),
+    "7-n_chains-2**63": (mallows_fit(n_chains=2**63), ValueError, "'n_chains'"),
+    # 3c, 7 and 8: PrefLib files of a few bytes
+    "3c-preflib-alternatives-2**31-1": (
+        preflib("# NUMBER ALTERNATIVES: 2147483647\n1: 1,2\n"),
+        ValueError,
+        "<file object>, line 1: NUMBER ALTERNATIVES is 2147483647, .* mention only 2",
+    ),
+    "3c-preflib-alternatives-1e7": (
+        preflib("# NUMBER ALTERNATIVES: 10000000\n1: 1,2\n"),
+        ValueError,
+        "<file object>, line 1: NUMBER ALTERNATIVES is 10000000",
+    ),
+    "3c-preflib-alternatives-large-label": (
+        preflib("# NUMBER ALTERNATIVES: 2000000000\n1: 1,2000000000\n"),
+        ValueError,
+        "<file object>, line 1: NUMBER ALTERNATIVES is 2000000000",
+    ),
+    "3c-preflib-count-1e8": (
+        preflib("# NUMBER ALTERNATIVES: 3\n100000000: 1,2\n"),
+        ValueError,
+        "<file object>, line 2: the counts .* 100000000 voters",
+    ),
+    "3c-preflib-count-1e9": (
+        preflib("# NUMBER ALTERNATIVES: 3\n1000000000: 1,2\n"),
+        ValueError,
+        "<file object>, line 2: count 1000000000 is too large",
+    ),
+    "3c-preflib-counts-add-up": (
+        preflib("# NUMBER ALTERNATIVES: 3\n60000000: 1,2\n10000000: 2,1\n"),
+        ValueError,
+        "<file object>, line 3: the counts .* 70000000 voters",
+    ),
+    "7-preflib-count-1e20": (
+        preflib("# NUMBER ALTERNATIVES: 3\n100000000000000000000: 1,2\n"),
+        ValueError,
+        "<file object>, line 2: count 100000000000000000000 is too large",
+    ),
+    "7-preflib-count-2**63": (
+        preflib(f"# NUMBER ALTERNATIVES: 3\n{2**63}: 1,2\n"),
+        ValueError,
+        "<file object>, line 2: count",
+    ),
+    "7-preflib-count-5000-digits": (
+        preflib("# NUMBER ALTERNATIVES: 3\n" + "9" * 5000 + ": 1,2\n"),
+        ValueError,
+        r"<file object>, line 2: count 9+\.\.\. \(5000 digits\) is too large",
+    ),
+    "8-preflib-alternatives-20-digits": (
+        preflib("# NUMBER ALTERNATIVES: 99999999999999999999\n1: 1,2\n"),
+        ValueError,
+        "<file object>, line 1: NUMBER ALTERNATIVES 99999999999999999999 is too",
+    ),
+    "8-preflib-voters-100-digits": (
+        preflib("# NUMBER ALTERNATIVES: 3\n# NUMBER VOTERS: " + "9" * 100 + "\n1: 1\n"),
+        ValueError,
+        "<file object>, line 2: NUMBER VOTERS",
+    ),
+    # 4b, 5a and 7: data whose variances double precision cannot hold
+    "4b-gaussian-1e155-diag": (
+        gaussian_fit(BLOBS * 1e155, covariance_type="diag"),
+        ValueError,
+        "X's scale is too large .* Standardise X",
+    ),
+    "4b-gaussian-1e155-full": (
+        gaussian_fit(BLOBS * 1e155),
+        ValueError,
+        "X's scale is too large .* Standardise X",
+    ),
+    "4b-gaussian-1e300": (
+        gaussian_fit(BLOBS * 1e300),
+        ValueError,
+        "X's scale is too large",
+    ),
+    "5a-gaussian-1e-155-diag": (
+        gaussian_fit(BLOBS * 1e-155, covariance_type="diag"),
+        ValueError,
+        "X's scale is too small .* Standardise X",
+    ),
+    "5a-gaussian-1e-160-full": (
+        gaussian_fit(BLOBS * 1e-160),
+        ValueError,
+        "X's scale is too small .* Standardise X",
+    ),
+    # 7: FloatingPointError from the chains becomes a ValueError naming priors
+    "7-covariance_prior-1e-300": (
+        gaussian_fit(covariance_prior=1e-300),
+        ValueError,
+        "failed numerically .*covariance_prior",
+    ),
+    "7-mean_prior-1e300-full": (
+        gaussian_fit(mean_prior=[1e300, -1e300]),
+        ValueError,
+        "mean_prior",
+    ),
+    "7-mean_prior-1e300-diag": (
+        gaussian_fit(mean_prior=[1e300, -1e300], covariance_type="diag"),
+        ValueError,
+        "mean_prior",
+    ),
+    # 7: a Python int beyond float64 in X
+    "7-gaussian-10**400-row-0": (
+        gaussian_fit([[10**400, 0.0], [1.0, 2.0], [3.0, 4.0]]),
+        ValueError,
+        "Row 0 of X holds a number too large for double precision",
+    ),
+    "7-gaussian-10**400-row-1": (
+        gaussian_fit([[1.0, 2.0], [1.0, 10**400], [3.0, 4.0]]),
+        ValueError,
+        "Row 1 of X holds a number too large",
+    ),
+    # 5e: non-numeric strings are refused, naming X
+    "5e-gaussian-non-numeric-string": (
+        gaussian_fit([["0.1", "a"], ["3", "4"], ["5", "6"]]),
+        ValueError,
+        "X holds a value that is not a number",
+    ),
+    # 6: an alpha prior whose draws overflow
+    "6-alpha_prior-1e300-1e-300": (
+        gaussian_fit(alpha_prior=(1e300, 1e-300)),
+        ValueError,
+        "alpha_prior=.* lets alpha reach",
+    ),
+    "6-alpha_prior-string": (
+        gaussian_fit(alpha_prior=("a", 1)),
+        TypeError,
+        "alpha_prior must hold real numbers",
+    ),
+    # 5b: booleans inside lists are not item ids, for every function
+    "5b-fit-bool": (
+        mallows_fit([[0, True], [1, 0]]),
+        TypeError,
+        "Row 0 of X holds True of type bool",
+    ),
+    "5b-fit-numpy-bool-ragged": (
+        mallows_fit([[0, 1], [1], [2, np.False_]]),
+        TypeError,
+        "Row 2 of X holds np.False_",
+    ),
+    "5b-codes": (
+        lambda: mallows.codes([[0, 1], [1, True]], [0, 1, 2]),
+        TypeError,
+        "Row 1 of X holds True",
+    ),
+    "5b-kendall_distance": (
+        lambda: mallows.kendall_distance([[False, 1]], [0, 1, 2]),
+        TypeError,
+        "Row 0 of X holds False",
+    ),
+    "5b-log_likelihood": (
+        lambda: mallows.log_likelihood([[0, 1], [True]], [0, 1, 2], 1.0),
+        TypeError,
+        "Row 1 of X holds True",
+    ),
+    "5b-sigma": (
+        lambda: mallows.sample([0, True, 2], 1.0, 2, 2),
+        TypeError,
+        "sigma holds True at position 1",
+    ),
+    "5b-check_rankings-array-rows": (
+        lambda: check_rankings([np.array([0, 1]), np.array([True, False])]),
+        TypeError,
+        "Row 1 of X holds",
+    ),
+    # 5c: integer scores float64 would round, where they cannot be ranked exactly
+    "5c-sparse-integers-beyond-2**53": (
+        lambda: ScoresToRankings(t=2).fit_transform(
+            sparse.csr_matrix(np.array([[2**62, 2**62 + 1]]))
+        ),
+        ValueError,
+        "Row 0 of X holds the integer score 4611686018427387904, beyond 2\\*\\*53",
+    ),
+    "5c-object-integers-beyond-2**53": (
+        lambda: ScoresToRankings(t=2).fit_transform([[2**62, None], [2**70, 1]]),
+        ValueError,
+        r"Row 0 of X \(column 0\) holds the integer score",
+    ),
+    # 8: booleans are not counts or rates
+    "8-n_iter-True": (mallows_fit(n_iter=True), ValueError, "'n_iter' parameter"),
+    "8-burn_in-False": (
+        gaussian_fit(n_iter=5, burn_in=False),
+        ValueError,
+        "'burn_in' parameter",
+    ),
+    "8-alpha-True": (mallows_fit(alpha=True), ValueError, "'alpha' parameter"),
+    "8-nu-True": (gaussian_fit(nu=True), ValueError, "'nu' parameter"),
+    "8-thin-True": (mallows_fit(thin=True), ValueError, "'thin' parameter"),
+    "8-n_jobs-True": (gaussian_fit(n_jobs=True), ValueError, "'n_jobs' parameter"),
+    # 8: variation_of_information with labels that are sequences
+    "8-vi-nested-labels_pred": (
+        lambda: variation_of_information([0, 1], [[1], 2]),
+        ValueError,
+        "labels_pred must be a 1-D array-like of hashable scalar labels",
+    ),
+    "8-vi-nested-labels_true": (
+        lambda: variation_of_information([[1], 2], [0, 1]),
+        ValueError,
+        "labels_true must be a 1-D array-like of hashable scalar labels",
+    ),
+    "8-vi-unhashable": (
+        lambda: variation_of_information([0, 1], [{1}, 2]),
+        TypeError,
+        "labels_pred holds an unhashable label",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_raises_a_named_error(case):
+    # Each reproducer raises exactly a ValueError or TypeError (scikit-learn's
+    # InvalidParameterError, a subclass of both, for declared parameters)
+    # whose message names the parameter, the row or the file and line.
+    call, expected, message = BAD_INPUT[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(expected, match=message) as info:
+            call()
+    assert type(info.value) in (expected, InvalidParameterError)
+
+
+def _run_isolated(code, timeout=60):
+    """Run ``code`` in a fresh interpreter: a crash or a hang fails only the test."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_log_likelihood_theta_none_does_not_crash():
+    # Defect 1: theta=None reached a compiled memoryview and segfaulted.
+    result = _run_isolated(
+        """
+        from rankmix import mallows
+        try:
+            mallows.log_likelihood([[0, 1, 2]], [0, 1, 2], None)
+        except TypeError as error:
+            print("TypeError:", error)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "TypeError: theta must be" in result.stdout
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+@pytest.mark.parametrize("nu, r", [(1e200, 1e200), (1e155, 1e155), (1e308, 10.0)])
+def test_overflowing_prior_does_not_hang(nu, r, sampler):
+    # Defect 2: nu * r = inf made the theta sampler loop for ever in nogil code.
+    result = _run_isolated(
+        f"""
+        from rankmix import DPMallowsClustering
+        try:
+            DPMallowsClustering(nu={nu!r}, r={r!r}, sampler={sampler!r}).fit(
+                [[0, 1], [1, 0]]
+            )
+        except ValueError as error:
+            print("ValueError:", error)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ValueError: nu=" in result.stdout
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+@pytest.mark.parametrize(
+    "nu, r",
+    [(1e12, 1.0), (1.0, 1e12), (1e-300, 1.0), (1.0, 1e-300), (1e12, 1e-12)],
+)
+def test_prior_at_the_edges_of_its_range_gives_finite_traces(nu, r, sampler):
+    # Defect 6: the extreme priors that are accepted give finite traces, thetas
+    # and scores.
+    X = RANKINGS + [[0, 1, 2]] * 3
+    model = DPMallowsClustering(nu=nu, r=r, sampler=sampler, **SHORT).fit(X)
+    assert np.all(np.isfinite(model.trace_["log_joint"]))
+    assert np.all(np.isfinite(model.thetas_))
+    assert np.all(np.isfinite(model.score_samples(X)))
+
+
+@pytest.mark.parametrize("estimator", [DPMallowsClustering, DPGaussianClustering])
+def test_init_clusters_larger_than_n_is_capped(estimator):
+    # Defect 3b: 10**9 initial clusters allocated 32 GB of slots before the cap.
+    X = [[0, 1], [1, 0], [0, 1]] if estimator is DPMallowsClustering else BLOBS[:3]
+    model = estimator(init_clusters=10**9, **SHORT)
+    if estimator is DPGaussianClustering:
+        model.set_params(init="random")
+    assert model.fit(X).n_clusters_ <= 3
+
+
+@pytest.mark.parametrize("estimator", [DPMallowsClustering, DPGaussianClustering])
+@pytest.mark.parametrize(
+    "n_samples, error", [(True, TypeError), (1.5, TypeError), (0, ValueError)]
+)
+def test_sample_refuses_non_counts(estimator, n_samples, error):
+    # Defect 8: sample(True) failed inside NumPy; booleans are not counts.
+    X = RANKINGS if estimator is DPMallowsClustering else BLOBS
+    model = estimator(**SHORT).fit(X)
+    with pytest.raises(error, match="n_samples must be a positive integer"):
+        model.sample(n_samples)
+
+
+def test_chain_memory_limit_is_inclusive():
+    # Defect 3a: the largest supported n_items still fits (the check costs
+    # nothing when the limit holds).
+    from rankmix._mallows import MAX_CHAIN_ITEMS, _check_chain_memory
+
+    _check_chain_memory(MAX_CHAIN_ITEMS, inferred=True)
+    with pytest.raises(ValueError, match=f"n_items={MAX_CHAIN_ITEMS + 1} "):
+        _check_chain_memory(MAX_CHAIN_ITEMS + 1, inferred=False)
+
+
+@pytest.fixture(scope="module")
+def blob_models():
+    X, _ = make_blobs(300, centers=3, random_state=0)
+    return {
+        covariance_type: DPGaussianClustering(
+            covariance_type=covariance_type, n_iter=20, burn_in=10, random_state=0
+        ).fit(X)
+        for covariance_type in ("full", "diag")
+    }
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_far_points_get_finite_densities(blob_models, covariance_type):
+    # Defect 4a: (u * u).sum() overflowed past |x| ~ 1e154, so every cluster got
+    # -inf, predict_proba NaN and predict a silent cluster 0.
+    model = blob_models[covariance_type]
+    far = np.array([[1e155, 0.0], [1e300, -1e300], [1.7e308, -1.7e308], [0.0, -1e200]])
+    proba = model.predict_proba(far)
+    assert np.all(np.isfinite(proba))
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_array_equal(model.predict(far), proba.argmax(axis=1))
+    scores = model.score_samples(far)
+    assert np.all(np.isfinite(scores))
+    # Farther is less likely, and the tail is polynomial: ten times farther
+    # costs a constant number of nats once the heaviest tail dominates.
+    line = np.array([[1e100, 0.0], [1e150, 0.0], [1e200, 0.0], [1e250, 0.0]])
+    log_density = model.score_samples(line)
+    assert np.all(np.diff(log_density) < 0)
+    assert_allclose(np.diff(log_density, n=2), 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_far_branch_matches_the_direct_formula(full):
+    # The overflow-safe branch of _student_t_log_density computes the same
+    # density as the direct one: compare them on each side of the switch, and
+    # on points where both are finite by rescaling the model with the data.
+    rng = np.random.RandomState(0)
+    d = 3
+    means = rng.normal(size=(2, d))
+    if full:
+        factors = np.array([np.linalg.cholesky(np.eye(d) * s) for s in (1.0, 4.0)])
+    else:
+        factors = np.array([[1.0, 2.0, 0.5], [3.0, 1.0, 1.0]])
+    dfs = np.array([3.5, 7.0])
+    X = rng.normal(size=(5, d)) * 1e150
+    direct = _student_t_log_density(X, means, factors, dfs, full)
+    scale = 1e10
+    # x -> x * c scales the density by c^-d: the rescaled far points must agree
+    far = _student_t_log_density(X * scale, means * scale, factors * scale, dfs, full)
+    assert np.all(np.isfinite(far))
+    assert_allclose(far, direct - d * np.log(scale), rtol=1e-12)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("scale", [1e153, 2.0**510, 1e-150, 2.0**-500])
+def test_gaussian_is_scale_invariant_at_extreme_scales(covariance_type, scale):
+    # Defects 4b and 5a: at scales 1e153 and 1e-155 the fit gave 300 singletons
+    # or NaN. The chains now run on an exact power-of-two rescaling of X, so the
+    # clustering is that of the unscaled data and the densities shift by the
+    # Jacobian.
+    params = dict(covariance_type=covariance_type, n_iter=20, burn_in=10)
+    reference = DPGaussianClustering(random_state=0, **params).fit(BLOBS)
+    model = DPGaussianClustering(random_state=0, **params).fit(BLOBS * scale)
+    assert adjusted_rand_score(reference.labels_, model.labels_) == 1.0
+    d = BLOBS.shape[1]
+    assert_allclose(
+        model.score(BLOBS * scale), reference.score(BLOBS) - d * np.log(scale)
+    )
+    assert_allclose(model.means_, reference.means_ * scale, rtol=1e-6)
+    assert np.all(np.isfinite(model.covariances_))
+    assert np.all(np.isfinite(model.trace_["log_joint"]))
+    assert np.all(np.isfinite(model.sample(5, random_state=0)[0]))
+
+
+def test_permutation_sampler_on_large_scale_data():
+    # Defect 7: the permutation move on diag data at 1e153 raised
+    # "FloatingPointError: every segment ending at position 1 has zero weight".
+    model = DPGaussianClustering(
+        sampler="gibbs+permutation", covariance_type="diag", **SHORT
+    ).fit(BLOBS * 1e153)
+    assert np.all(np.isfinite(model.trace_["log_joint"]))
+
+
+def test_gaussian_accepts_numeric_strings_as_scikit_learn_does():
+    # Defect 5e, decided: numeric strings are converted (scikit-learn's
+    # check_array with dtype=float64 does so, and BayesianGaussianMixture
+    # accepts them); they give the same model as the floats.
+    X = np.array([[0.1, 2.0], [3.0, 4.0], [5.0, 1.0], [0.2, 2.5]])
+    as_floats = DPGaussianClustering(**SHORT).fit(X)
+    for strings in (X.astype(str), X.astype(str).tolist()):
+        as_strings = DPGaussianClustering(**SHORT).fit(strings)
+        assert_array_equal(as_strings.labels_, as_floats.labels_)
+        assert_allclose(as_strings.score(X), as_floats.score(X))
+
+
+def test_alpha_prior_at_the_edge_gives_finite_scores():
+    # Defect 6: alpha_prior=(1e300, 1e-300) gave alpha = NaN; a strong but
+    # representable prior keeps every draw finite.
+    model = DPGaussianClustering(alpha_prior=(1e300, 1.0), **SHORT).fit(BLOBS)
+    assert np.all(np.isfinite(model.trace_["alpha"]))
+    assert np.all(np.isfinite(model.score_samples(BLOBS)))
+
+
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        ([[2**62, 2**62 + 1]], [[1, 0]]),
+        ([[2**62 + 1, 2**62]], [[0, 1]]),
+        (np.array([[2**64 - 1, 2**64 - 2, 0]], dtype=np.uint64), [[0, 1]]),
+        (np.array([[-(2**63), 2**63 - 1, 0]]), [[1, 2]]),
+        ([[2**53 + 1, 2**53 + 2, 3]], [[1, 0]]),
+    ],
+)
+def test_large_integer_scores_are_ranked_exactly(scores, expected):
+    # Defect 5c: integer scores were cast to float64, so 2**62 and 2**62 + 1
+    # tied and the column order decided.
+    assert_array_equal(ScoresToRankings(t=2).fit_transform(scores), expected)
+
+
+def test_large_integer_scores_with_random_ties():
+    # The exact keys also order ties="random": the two equal top scores come
+    # first, in either order.
+    scores = [[2**62, 2**62 + 1, 2**62 + 1]] * 50
+    rankings = ScoresToRankings(t=2, ties="random", random_state=0).fit_transform(
+        scores
+    )
+    assert set(map(tuple, rankings)) == {(1, 2), (2, 1)}
+
+
+@pytest.mark.parametrize("theta", [5e-324, 1e-320, 1e-300, 0.0])
+def test_sample_with_tiny_theta_is_uniform(theta):
+    # Defect 5d: a subnormal theta gave first-item frequencies (0.1, 0.2, 0.2,
+    # 0.2, 0.3) instead of uniform.
+    X = mallows.sample([0, 1, 2, 3, 4], theta, 100_000, 1, random_state=0)
+    frequencies = np.bincount(X[:, 0], minlength=5) / len(X)
+    assert_allclose(frequencies, 0.2, atol=0.006)
+
+
+def test_preflib_limits_leave_real_files_alone(monkeypatch):
+    # Defect 3c: the limits are on what a file can declare without content;
+    # files at the limits load, one beyond raises naming the file and line.
+    unmentioned = _preflib._MAX_UNMENTIONED
+    text = f"# NUMBER ALTERNATIVES: {unmentioned + 2}\n1: 1,2\n"
+    assert load_preflib(io.StringIO(text)).n_items == unmentioned + 2
+    with pytest.raises(ValueError, match="<file object>, line 1: NUMBER ALTERN"):
+        load_preflib(
+            io.StringIO(text.replace(f"{unmentioned + 2}", f"{unmentioned + 3}"))
+        )
+    # every alternative named: any number (here 3 unranked of 70,000) is fine
+    names = "".join(f"# ALTERNATIVE NAME {i}: a{i}\n" for i in range(1, 70_001))
+    election = load_preflib(
+        io.StringIO(f"# NUMBER ALTERNATIVES: 70000\n{names}1: 1,2\n")
+    )
+    assert election.item_names[-1] == "a70000"
+    # the expanded data: up to the limit, then the line that goes beyond
+    monkeypatch.setattr(_preflib, "_MAX_DATA_ENTRIES", 20)
+    at_limit = load_preflib(io.StringIO("# NUMBER ALTERNATIVES: 2\n10: 1,2\n"))
+    assert at_limit.data.shape == (10, 2)
+    with pytest.raises(ValueError, match="<file object>, line 3: the counts"):
+        load_preflib(io.StringIO("# NUMBER ALTERNATIVES: 2\n5: 1\n6: 2,1\n"))
+
+
+@pytest.mark.parametrize("a", [1e-300, 1e-100, 1e-8, 1e-3, 1.0, 1e3, 1e8, 1e12])
+@pytest.mark.parametrize("b", [1e-8, 1.0, 1e4])
+def test_prior_normaliser_over_its_range(a, b):
+    # Defects 2, 6 and 8: the theta prior's normaliser is finite and accurate
+    # over the whole accepted range of nu * r_j. Closed forms: psi_0 = 1, so
+    # m = 0 gives exactly 1 / a; a large a pins theta at 0, where psi_m = m + 1.
+    from rankmix._mallows import log_theta_normaliser
+
+    assert_allclose(log_theta_normaliser(a, b, 0), -np.log(a), rtol=1e-12, atol=1e-12)
+    value = log_theta_normaliser(a, b, 5)
+    assert np.isfinite(value)
+    if a >= 1e8 * max(b, 1.0):
+        assert_allclose(value, -np.log(a) - b * np.log(6.0), rtol=1e-7)
+    if a <= 1e-3 and b <= 1e-8:
+        assert_allclose(value, -np.log(a), rtol=1e-9)
