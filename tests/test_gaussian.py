@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
-from rankmix._gaussian_chain import GaussianChain
+from rankmix._collapsed_chain import CollapsedChain
 from rankmix._gaussian_kernels import (
     NIWModel,
     _chol_update_wrapper,
@@ -177,7 +177,9 @@ def test_gibbs_weights_are_size_times_predictive():
     # the compiled chain's assignment weights are n_k p(x | C_k) and alpha p(x)
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
-    chain = GaussianChain(TINY_X2, model, 0.7, True, 0, None, 2, np.random.PCG64(3))
+    chain = CollapsedChain(
+        model.family(TINY_X2), 0.7, True, 0, None, 2, np.random.PCG64(3)
+    )
     chain.sweep(3)
     labels = chain.snapshot()[0]
     for i in range(len(TINY_X2)):
@@ -302,8 +304,15 @@ def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
     seeds = np.random.SeedSequence(5).spawn(4000)
     counts = {}
     for seed in seeds:
-        chain = GaussianChain(
-            X, model, 0.7, True, 0, None, 2, np.random.PCG64(seed), sequential_init=True
+        chain = CollapsedChain(
+            model.family(X),
+            0.7,
+            True,
+            0,
+            None,
+            2,
+            np.random.PCG64(seed),
+            sequential_init=True,
         )
         key = dpref.canonical_labels(chain.snapshot()[0])
         counts[key] = counts.get(key, 0) + 1
