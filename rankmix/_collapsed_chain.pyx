@@ -124,15 +124,14 @@ from ._family cimport (
 )
 from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
-from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
+from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
+from ._rng cimport (
+    bitgen_pointer, draw_from_logs, random_standard_normal, shuffle, uniform,
+    uniform_index,
+)
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
-
-cdef extern from "numpy/random/distributions.h":
-    double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
-    double random_standard_gamma(bitgen_t *bitgen_state, double shape) nogil
-    double random_standard_normal(bitgen_t *bitgen_state) nogil
 
 # The permutation move's variants after burn-in (``permutation`` argument).
 cdef enum:
@@ -632,24 +631,6 @@ cdef class CollapsedChain:
         self._rebuild_all()
         return 0
 
-    cdef void _update_alpha(self) noexcept nogil:
-        """alpha | K, N under a Gamma(a, b) prior (Escobar & West 1995, sec. 6).
-
-        With eta ~ Beta(alpha + 1, N), alpha | eta, K is the mixture
-        pi Gamma(a + K, b - log eta) + (1 - pi) Gamma(a + K - 1, b - log eta),
-        pi / (1 - pi) = (a + K - 1) / (N (b - log eta)).
-        """
-        cdef double eta, rate, odds, shape
-        cdef double a = self.alpha_shape, K = self.slots.n_active
-        eta = random_beta(self.rng, self.alpha + 1.0, <double> self.N)
-        rate = self.alpha_rate - log(eta)
-        odds = (a + K - 1.0) / (self.N * rate)
-        shape = a + K if uniform(self.rng) * (1.0 + odds) < odds else a + K - 1.0
-        self.alpha = random_standard_gamma(self.rng, shape) / rate
-        # a Gamma draw of tiny shape can round to 0, where log alpha is undefined
-        if self.alpha < 1e-300:
-            self.alpha = 1e-300
-
     cdef double _compute_log_joint(self) noexcept nogil:
         """log p(c, X | alpha) (+ log p(alpha) if alpha is sampled), constants included.
 
@@ -658,13 +639,12 @@ cdef class CollapsedChain:
         """
         cdef intp_t a
         cdef double* s
-        cdef double value = self.slots.n_active * log(self.alpha) + lgamma(self.alpha) - lgamma(self.alpha + self.N)
+        cdef double value = crp_log_normaliser(self.alpha, self.slots.n_active, self.N)
         for a in range(self.slots.n_active):
             s = self._state(self.slots.active[a])
             value += lgamma(s[STATE_COUNT]) + family_log_marginal(&self.f, s)
         if self.sample_alpha:
-            value += (self.alpha_shape * log(self.alpha_rate) - lgamma(self.alpha_shape)
-                      + (self.alpha_shape - 1.0) * log(self.alpha) - self.alpha_rate * self.alpha)
+            value += gamma_log_density(self.alpha, self.alpha_shape, self.alpha_rate)
         return value
 
     cdef int _initialise(self, intp_t n_init) except -1 nogil:
@@ -714,8 +694,9 @@ cdef class CollapsedChain:
             self._rebuild_all()
         if self.permutation != PERMUTATION_NONE:
             self._permutation_move()
-        if self.sample_alpha:
-            self._update_alpha()
+        if self.sample_alpha:   # Escobar & West (1995), sec. 6
+            self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
+                                      self.alpha_shape, self.alpha_rate)
         # beta of the "beta" variant: the mean K over the second half of burn-in
         if self.n_sweeps_done < self.burn_in and 2 * self.n_sweeps_done >= self.burn_in - 1:
             self.k_sum += self.slots.n_active
