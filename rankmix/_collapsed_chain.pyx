@@ -120,7 +120,8 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
-    family_log_marginal, family_rebuild, family_remove, family_reset,
+    family_log_kernel_t, family_log_marginal, family_rebuild, family_remove,
+    family_reset,
 )
 from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
@@ -395,10 +396,20 @@ cdef class CollapsedChain:
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
         """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
         cdef intp_t a, c, choice
+        # The hot loop: K calls through the family's pointer per point. The callee is
+        # opaque to the compiler, so what it would otherwise re-read from self after
+        # every call is read once here.
+        cdef intp_t n_active = self.slots.n_active, width = self.W
+        cdef intp_t weight_offset = self.f.log_weight
+        cdef const intp_t* active = self.slots.active
+        cdef double* states = self.states
+        cdef double* log_prob = self.log_prob
+        cdef family_log_kernel_t log_kernel = self.f.log_kernel
+        cdef void* context = self.f.segments.context
         cdef double* s
-        for a in range(self.slots.n_active):
-            s = self._state(self.slots.active[a])
-            self.log_prob[a] = s[self.f.log_weight] + family_log_kernel(&self.f, s, i)
+        for a in range(n_active):
+            s = states + active[a] * width
+            log_prob[a] = s[weight_offset] + log_kernel(context, s, i)
         self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
         choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
         if choice == self.slots.n_active:

@@ -598,6 +598,7 @@ def describe_states(NIWModel model, states):
 
 cdef struct NIWContext:
     const NIW* p
+    intp_t d            # p.d, one load nearer for the per-point callbacks
     const double* X     # (N, d) row-major data
     double* work        # (d * d + d,) scratch (state_rebuild's size; the others use d)
 
@@ -609,23 +610,23 @@ cdef void _niw_reset(void* context, double* state) noexcept nogil:
 
 cdef void _niw_add(void* context, double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
-    state_add(c.p, state, c.X + point * c.p.d, c.work)
+    state_add(c.p, state, c.X + point * c.d, c.work)
 
 
 cdef int _niw_remove(void* context, double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
-    return state_remove(c.p, state, c.X + point * c.p.d, c.work)
+    return state_remove(c.p, state, c.X + point * c.d, c.work)
 
 
 cdef double _niw_log_kernel(void* context, const double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
-    return state_log_kernel(c.p, state, c.X + point * c.p.d, c.work)
+    return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
 
 
 cdef double _niw_log_predictive(
         void* context, const double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
-    return state_log_predictive(c.p, state, c.X + point * c.p.d, c.work)
+    return state_log_predictive(c.p, state, c.X + point * c.d, c.work)
 
 
 cdef double _niw_log_marginal(void* context, const double* state) noexcept nogil:
@@ -641,7 +642,7 @@ cdef int _niw_rebuild(
 cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:
     """u . x."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef const double* x = c.X + point * c.p.d
+    cdef const double* x = c.X + point * c.d
     cdef double key = 0.0
     cdef intp_t j
     for j in range(c.p.d):
@@ -691,6 +692,7 @@ cdef class NIWFamily(Family):
         self.n_points = X.shape[0]
         self.work = np.empty(model.p.d * model.p.d + model.p.d, dtype=np.float64)
         self.context.p = &model.p
+        self.context.d = model.p.d
         self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
         self.context.work = &self.work[0]
         self.c.segments.context = &self.context

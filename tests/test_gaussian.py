@@ -4,7 +4,9 @@
 
 import itertools
 import math
+import pickle
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -197,6 +199,58 @@ def test_gibbs_weights_are_size_times_predictive():
             TINY_X2[i], "full", m0, kappa0, nu0, psi0
         )
         assert_allclose(new, expected_new, rtol=1e-10)
+
+
+# -- the NIW family in the sampler core ----------------------------------------
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_chains_sharing_one_family_object_do_not_share_scratch(covariance_type):
+    # each chain runs on its own copy of the family (the callbacks write scratch):
+    # two chains built from one family object and swept at once in two threads
+    # draw exactly what chains built from their own families draw one by one
+    X = np.ascontiguousarray(make_blobs(400, n_features=3, random_state=1)[0])
+    prior = prior_args(covariance_type, 3)
+    model = NIWModel(*prior, covariance_type == "full", len(X))
+    shared = model.family(X)
+
+    def chain(family, seed):
+        return CollapsedChain(
+            family,
+            1.0,
+            True,
+            3,
+            (1.0, 1.0),
+            4,
+            np.random.PCG64(seed),
+            permutation="beta",
+            burn_in=2,
+        )
+
+    pair = [chain(shared, 0), chain(shared, 1)]
+    alone = [chain(model.family(X), 0), chain(model.family(X), 1)]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda c: c.sweep(20), pair))
+    for c in alone:
+        c.sweep(20)
+    for a, b in zip(pair, alone):
+        assert_array_equal(a.snapshot()[0], b.snapshot()[0])
+        assert a.log_joint == b.log_joint
+
+
+def test_family_pickles_and_describes_the_prior():
+    # the chain factory pickles (joblib's process backends); describe() of the
+    # empty state is the prior predictive
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
+    family = pickle.loads(pickle.dumps(model.family(TINY_X2)))
+    assert family.n_points == len(TINY_X2)
+    assert_array_equal(family.model.empty_state(), model.empty_state())
+    means, _, factors, dfs = family.describe(model.empty_state()[None])
+    assert_allclose(means[0], m0)
+    assert dfs[0] == nu0 - 2 + 1
+    with pytest.raises(ValueError, match="does not match"):
+        model.family(np.zeros((len(TINY_X2) + 1, 2)))
 
 
 # -- exactness ----------------------------------------------------------------------
