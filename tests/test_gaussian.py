@@ -238,6 +238,15 @@ def test_chains_sharing_one_family_object_do_not_share_scratch(covariance_type):
         assert a.log_joint == b.log_joint
 
 
+def test_failed_rebuild_raises_the_familys_message():
+    # the core raises FloatingPointError with the text the family supplies: here the
+    # scatter of a cluster overflows, so its Cholesky factorisation fails
+    X = np.array([[0.0, 0.0], [1e160, -1e160], [1.0, 2.0]])
+    model = NIWModel(np.zeros(2), 1.0, 4.0, np.eye(2), True, len(X))
+    with pytest.raises(FloatingPointError, match="not numerically positive definite"):
+        CollapsedChain(model.family(X), 1.0, True, 0, None, 1, np.random.PCG64(0))
+
+
 def test_family_pickles_and_describes_the_prior():
     # the chain factory pickles (joblib's process backends); describe() of the
     # empty state is the prior predictive
