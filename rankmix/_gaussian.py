@@ -11,8 +11,8 @@ from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._base import INTP_MAX, BaseDPMixture
-from ._gaussian_chain import GaussianChain, describe_states
-from ._gaussian_kernels import NIWModel
+from ._collapsed_chain import CollapsedChain
+from ._gaussian_kernels import NIWModel, describe_states
 from ._sklearn_compat import Interval, StrOptions
 
 # The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
@@ -579,14 +579,15 @@ class DPGaussianClustering(BaseDPMixture):
         )
 
     def _chain_factory(self, X):
-        model = self._model(X.shape[0])  # read-only during sweeps: chains share it
+        # the prior and the data are read-only during sweeps: chains share them, and
+        # each chain runs on its own copy of the family's scratch
+        family = self._model(X.shape[0]).family(X)
         moves = self.sampler.split("+")
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine appends the bit generator
         return partial(
-            GaussianChain,
-            X,
-            model,
+            CollapsedChain,
+            family,
             float(self.alpha),
             "gibbs" in moves,
             self.n_split_merge if "split-merge" in moves else 0,

@@ -1,10 +1,12 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""Declarations of the Normal-inverse-Wishart kernels, for the Gaussian chain.
+"""Declarations of the Normal-inverse-Wishart kernels and family.
 
 A cluster's sufficient statistics live in one flat block of ``NIW.width`` doubles
 (the "state", layout below), so that a chain's clusters are rows of one growable
 array and scratch states for the split-merge move are plain buffers.
+``NIWModel.family(X)`` binds the prior to data as a ``_family.Family``, the only
+thing the collapsed sampler core (``_collapsed_chain``) sees.
 """
 
 ctypedef Py_ssize_t intp_t

@@ -46,6 +46,8 @@ from libc.math cimport INFINITY, M_LN2, M_PI, frexp, isfinite, lgamma, log, log1
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
+from ._family cimport ConjugateFamily, Family
+
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
 cdef double PRODUCT_FLUSH = 1e150
@@ -489,6 +491,10 @@ cdef class NIWModel:
         """Doubles per state."""
         return self.p.width
 
+    def family(self, X):
+        """This prior bound to the data X, for ``CollapsedChain`` (``NIWFamily``)."""
+        return NIWFamily(self, X)
+
     def empty_state(self):
         """A fresh state of an empty cluster."""
         return self._arrays["prior"].copy()
@@ -556,6 +562,162 @@ cdef class NIWModel:
             raise ValueError(f"x must have {self.p.d} entries")
         if state[S_COUNT] + 1 > self.p.n_max:
             raise ValueError("the state has more points than the tables cover")
+
+
+def describe_states(NIWModel model, states):
+    """Posterior means and Student-t predictive parameters of a stack of states.
+
+    Returns ``(means, covariances, predictive_factors, predictive_dfs)``: see
+    ``CollapsedChain.snapshot``, which returns them for the NIW family.
+    """
+    cdef NIW* p = &model.p
+    d, full = p.d, p.full
+    n = states[:, S_COUNT]
+    kn = p.kappa + n
+    nun = p.nu + n
+    means = states[:, S_MEAN:S_MEAN + d].copy()
+    scale = states[:, p.scale_off:p.scale_off + p.scale_size]
+    d_eff = d if full else 1
+    df = nun - d_eff + 1.0
+    # E[Sigma] = Psi_n / (nu_n - d - 1) exists for nu_n > d + 1; otherwise report
+    # Psi_n / nu_n, the inverse of the posterior mean of the precision.
+    divisor = np.where(nun > d_eff + 1, nun - d_eff - 1, nun)
+    shape_coef = np.sqrt((kn + 1.0) / (kn * df))
+    if full:
+        L = scale.reshape(-1, d, d).transpose(0, 2, 1)  # column-major -> lower
+        covariances = L @ L.transpose(0, 2, 1) / divisor[:, None, None]
+        factors = L * shape_coef[:, None, None]
+    else:
+        covariances = scale / divisor[:, None]
+        factors = np.sqrt(scale) * shape_coef[:, None]
+    return means, covariances, np.ascontiguousarray(factors), df
+
+
+# -- the NIW prior as a conjugate family of the collapsed sampler core ------------------
+
+
+cdef struct NIWContext:
+    const NIW* p
+    intp_t d            # p.d, one load nearer for the per-point callbacks
+    const double* X     # (N, d) row-major data
+    double* work        # (d * d + d,) scratch (state_rebuild's size; the others use d)
+
+
+cdef void _niw_reset(void* context, double* state) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    memcpy(state, c.p.prior, c.p.width * sizeof(double))
+
+
+cdef void _niw_add(void* context, double* state, intp_t point) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    state_add(c.p, state, c.X + point * c.d, c.work)
+
+
+cdef int _niw_remove(void* context, double* state, intp_t point) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return state_remove(c.p, state, c.X + point * c.d, c.work)
+
+
+cdef double _niw_log_kernel(void* context, const double* state, intp_t point) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
+
+
+cdef double _niw_log_predictive(
+        void* context, const double* state, intp_t point) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return state_log_predictive(c.p, state, c.X + point * c.d, c.work)
+
+
+cdef double _niw_log_marginal(void* context, const double* state) noexcept nogil:
+    return state_log_marginal((<NIWContext*> context).p, state)
+
+
+cdef int _niw_rebuild(
+        void* context, double* state, const intp_t* members, intp_t n) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return state_rebuild(c.p, state, c.X, members, n, c.work)
+
+
+cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:
+    """u . x."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef const double* x = c.X + point * c.d
+    cdef double key = 0.0
+    cdef intp_t j
+    for j in range(c.p.d):
+        key += u[j] * x[j]
+    return key
+
+
+cdef double _niw_cluster_key(void* context, const double* state, const double* u) noexcept nogil:
+    """u . m_n, the cluster's posterior location."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef double key = 0.0
+    cdef intp_t j
+    for j in range(c.p.d):
+        key += u[j] * state[S_MEAN + j]
+    return key
+
+
+cdef class NIWFamily(Family):
+    """The NIW prior bound to data X: the family ``CollapsedChain`` samples.
+
+    Parameters
+    ----------
+    model : NIWModel
+        The cluster prior; its tables must cover n = 0..N. Shared, read-only.
+    X : ndarray of shape (N, d), dtype=np.float64
+        Validated, C-contiguous data. Shared, read-only.
+    """
+
+    failure_message = (
+        "A cluster's posterior scale matrix is not numerically positive "
+        "definite. Standardise the data or pass a better-conditioned "
+        "covariance_prior."
+    )
+
+    cdef readonly NIWModel model
+    cdef object data            # X as given, for pickling
+    cdef const double[:, ::1] X
+    cdef double[::1] work
+    cdef NIWContext context
+
+    def __init__(self, NIWModel model, const double[:, ::1] X):
+        if model.p.d != X.shape[1] or model.p.n_max < X.shape[0]:
+            raise ValueError("the model does not match the data")
+        self.model = model
+        self.data = X.base if X.base is not None else X
+        self.X = X
+        self.n_points = X.shape[0]
+        self.work = np.empty(model.p.d * model.p.d + model.p.d, dtype=np.float64)
+        self.context.p = &model.p
+        self.context.d = model.p.d
+        self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
+        self.context.work = &self.work[0]
+        self.c.segments.context = &self.context
+        self.c.segments.width = model.p.width
+        self.c.segments.reset = _niw_reset
+        self.c.segments.add = _niw_add
+        self.c.segments.log_marginal = _niw_log_marginal
+        self.c.remove = _niw_remove
+        self.c.log_kernel = _niw_log_kernel
+        self.c.log_predictive = _niw_log_predictive
+        self.c.rebuild = _niw_rebuild
+        self.c.log_weight = S_LOG_WEIGHT
+        self.c.key_dim = model.p.d
+        self.c.point_key = _niw_point_key
+        self.c.cluster_key = _niw_cluster_key
+
+    def __reduce__(self):
+        return NIWFamily, (self.model, self.data)
+
+    def describe(self, states):
+        """``(means, covariances, predictive_factors, predictive_dfs)``.
+
+        See ``describe_states``.
+        """
+        return describe_states(self.model, states)
 
 
 def _chol_update_wrapper(L, v, bint downdate=False):

@@ -31,13 +31,12 @@ from ._kernels cimport (
     theta_exact, transposition_pass, weighted_statistics,
 )
 from ._consensus import number_by_first_appearance
-from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
+from ._rng cimport (
+    bitgen_pointer, draw_from_logs, random_beta, shuffle, uniform, uniform_index,
+)
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
-
-cdef extern from "numpy/random/distributions.h":
-    double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
 
 
 cdef class MallowsChain:

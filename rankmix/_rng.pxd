@@ -13,6 +13,12 @@ from numpy.random cimport bitgen_t
 
 cdef bitgen_t* bitgen_pointer(object bit_generator) except NULL
 
+# NumPy's own samplers (numpy/random/distributions.h, in the npyrandom library)
+cdef extern from "numpy/random/distributions.h":
+    double random_beta(bitgen_t* bitgen_state, double a, double b) nogil
+    double random_standard_gamma(bitgen_t* bitgen_state, double shape) nogil
+    double random_standard_normal(bitgen_t* bitgen_state) nogil
+
 
 cdef inline double uniform(bitgen_t* rng) noexcept nogil:
     """A double uniform on [0, 1)."""

@@ -4,7 +4,9 @@
 
 import itertools
 import math
+import pickle
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
-from rankmix._gaussian_chain import GaussianChain
+from rankmix._collapsed_chain import CollapsedChain
 from rankmix._gaussian_kernels import (
     NIWModel,
     _chol_update_wrapper,
@@ -177,7 +179,9 @@ def test_gibbs_weights_are_size_times_predictive():
     # the compiled chain's assignment weights are n_k p(x | C_k) and alpha p(x)
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
-    chain = GaussianChain(TINY_X2, model, 0.7, True, 0, None, 2, np.random.PCG64(3))
+    chain = CollapsedChain(
+        model.family(TINY_X2), 0.7, True, 0, None, 2, np.random.PCG64(3)
+    )
     chain.sweep(3)
     labels = chain.snapshot()[0]
     for i in range(len(TINY_X2)):
@@ -195,6 +199,67 @@ def test_gibbs_weights_are_size_times_predictive():
             TINY_X2[i], "full", m0, kappa0, nu0, psi0
         )
         assert_allclose(new, expected_new, rtol=1e-10)
+
+
+# -- the NIW family in the sampler core ----------------------------------------
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_chains_sharing_one_family_object_do_not_share_scratch(covariance_type):
+    # each chain runs on its own copy of the family (the callbacks write scratch):
+    # two chains built from one family object and swept at once in two threads
+    # draw exactly what chains built from their own families draw one by one
+    X = np.ascontiguousarray(make_blobs(400, n_features=3, random_state=1)[0])
+    prior = prior_args(covariance_type, 3)
+    model = NIWModel(*prior, covariance_type == "full", len(X))
+    shared = model.family(X)
+
+    def chain(family, seed):
+        return CollapsedChain(
+            family,
+            1.0,
+            True,
+            3,
+            (1.0, 1.0),
+            4,
+            np.random.PCG64(seed),
+            permutation="beta",
+            burn_in=2,
+        )
+
+    pair = [chain(shared, 0), chain(shared, 1)]
+    alone = [chain(model.family(X), 0), chain(model.family(X), 1)]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda c: c.sweep(20), pair))
+    for c in alone:
+        c.sweep(20)
+    for a, b in zip(pair, alone):
+        assert_array_equal(a.snapshot()[0], b.snapshot()[0])
+        assert a.log_joint == b.log_joint
+
+
+def test_failed_rebuild_raises_the_familys_message():
+    # the core raises FloatingPointError with the text the family supplies: here the
+    # scatter of a cluster overflows, so its Cholesky factorisation fails
+    X = np.array([[0.0, 0.0], [1e160, -1e160], [1.0, 2.0]])
+    model = NIWModel(np.zeros(2), 1.0, 4.0, np.eye(2), True, len(X))
+    with pytest.raises(FloatingPointError, match="not numerically positive definite"):
+        CollapsedChain(model.family(X), 1.0, True, 0, None, 1, np.random.PCG64(0))
+
+
+def test_family_pickles_and_describes_the_prior():
+    # the chain factory pickles (joblib's process backends); describe() of the
+    # empty state is the prior predictive
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
+    family = pickle.loads(pickle.dumps(model.family(TINY_X2)))
+    assert family.n_points == len(TINY_X2)
+    assert_array_equal(family.model.empty_state(), model.empty_state())
+    means, _, factors, dfs = family.describe(model.empty_state()[None])
+    assert_allclose(means[0], m0)
+    assert dfs[0] == nu0 - 2 + 1
+    with pytest.raises(ValueError, match="does not match"):
+        model.family(np.zeros((len(TINY_X2) + 1, 2)))
 
 
 # -- exactness ----------------------------------------------------------------------
@@ -302,8 +367,15 @@ def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
     seeds = np.random.SeedSequence(5).spawn(4000)
     counts = {}
     for seed in seeds:
-        chain = GaussianChain(
-            X, model, 0.7, True, 0, None, 2, np.random.PCG64(seed), sequential_init=True
+        chain = CollapsedChain(
+            model.family(X),
+            0.7,
+            True,
+            0,
+            None,
+            2,
+            np.random.PCG64(seed),
+            sequential_init=True,
         )
         key = dpref.canonical_labels(chain.snapshot()[0])
         counts[key] = counts.get(key, 0) + 1

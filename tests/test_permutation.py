@@ -10,7 +10,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
-from rankmix._gaussian_chain import GaussianChain
+from rankmix._collapsed_chain import CollapsedChain
 from rankmix._gaussian_kernels import NIWModel
 from rankmix._permutation import _dp_wrapper
 
@@ -190,7 +190,7 @@ def test_chain_dp_matches_brute_force(covariance_type, N):
     X[N // 2 :] += 2.5
     m0, kappa0, nu0, psi0 = prior_args(covariance_type, 2)
     model = NIWModel(m0, kappa0, nu0, psi0, covariance_type == "full", N)
-    chain = GaussianChain(X, model, alpha, True, 0, None, 2, np.random.PCG64(0))
+    chain = CollapsedChain(model.family(X), alpha, True, 0, None, 2, np.random.PCG64(0))
     log_marginal = gref.make_log_marginal_fn(X, covariance_type, m0, kappa0, nu0, psi0)
     for _ in range(2):
         order = rng.permutation(N)
@@ -217,7 +217,7 @@ def test_beam_keeps_few_sizes_and_loses_little_mass():
     X = np.ascontiguousarray(X)
     N = len(X)
     model = NIWModel(X.mean(axis=0), 0.1, 4.0, 0.4 * np.cov(X.T), True, N)
-    chain = GaussianChain(X, model, 1.0, True, 0, None, 2, np.random.PCG64(0))
+    chain = CollapsedChain(model.family(X), 1.0, True, 0, None, 2, np.random.PCG64(0))
     # an order consistent with the true clusters, random within them
     rng = np.random.default_rng(0)
     order = np.concatenate([rng.permutation(np.flatnonzero(y == k)) for k in range(3)])
@@ -264,9 +264,8 @@ def test_coarse_beam_rejects_pruned_states_and_stays_exact():
 def test_chain_counts_its_burn_in_and_fixes_beta_after_it():
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     model = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2))
-    chain = GaussianChain(
-        TINY_X2,
-        model,
+    chain = CollapsedChain(
+        model.family(TINY_X2),
         1.0,
         False,
         0,

@@ -1,25 +1,60 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""One MCMC chain of the DP mixture of Gaussians with a conjugate NIW prior, compiled.
+"""The collapsed sampler core: one MCMC chain of a DP mixture of a conjugate family.
 
-The chain is collapsed: the cluster means and covariances are integrated out, and
-the state is the clustering plus, per cluster, the sufficient statistics of
-``_gaussian_kernels`` (n, m_n and the Cholesky factor of Psi_n, or psi_n for
-``diag``), kept up to date by rank-one updates as points move. A sweep releases the
-GIL for all its work:
+The chain is collapsed: the cluster parameters are integrated out, and the state is
+the clustering plus, per cluster, the family's state (sufficient statistics), kept
+up to date as points move. The core knows nothing of the family beyond a
+``ConjugateFamily`` (``_family.pxd``); ``NIWModel.family(X)`` (the Gaussian) is one.
+A sweep releases the GIL for all its work:
 
 1. ``n_split_merge`` sequentially-allocated merge-split proposals (SAMS, Dahl
    2003), each an exact Metropolis-Hastings step;
 2. one collapsed Gibbs scan (Neal 2000, algorithm 3): each point in turn leaves
    its cluster and joins cluster k with probability proportional to n_k p(x | k),
    or a new cluster with probability proportional to alpha p(x);
-3. after a Gibbs scan, every cluster's factor is recomputed from its members, so
-   that the round-off of the downdates never outlives a sweep;
+3. after a Gibbs scan, every cluster's state is rebuilt from its members, so that
+   the round-off of the removals never outlives a sweep;
 4. optionally, one permutation-augmented move (Liang, Jordan & Taskar 2007), below;
 5. optionally, alpha | K by Escobar & West (1995)'s auxiliary-variable step.
 
 Clusters live in slots of one growable array of states, reused when a cluster
 empties, so no relabelling pass over the data is ever needed.
+
+What a family provides
+----------------------
+A ``_family.Family`` subclass bound to N data points, whose ``c`` holds:
+
+* ``segments.width``: doubles per cluster state; ``segments.context``: the opaque
+  pointer every callback gets (the data and the callbacks' scratch);
+* ``segments.reset(state)``: the prior (empty) state; ``segments.add(state, i)``
+  and ``remove(state, i)``: add or remove point i; ``rebuild(state, members, n)``:
+  the state of a set of points from scratch. ``remove`` and ``rebuild`` return < 0
+  on a numerical failure: after a failed ``remove`` the core rebuilds the cluster
+  from its members, and a failed ``rebuild`` raises FloatingPointError with the
+  family's ``failure_message``;
+* ``log_kernel(state, i)`` and ``log_predictive(state, i)``: the point-dependent
+  part and the whole of log p(x_i | cluster); ``segments.log_marginal(state)``:
+  log m(cluster), the cluster's marginal likelihood;
+* ``key_dim``, ``point_key(i, u)`` and ``cluster_key(state, u)``: the keys of the
+  burn-in's random projections, u . x_i and u . (cluster location), for a
+  direction u of ``key_dim`` standard normals;
+* in Python, ``describe(states)``: the snapshot's parameter tuple from (K, width)
+  states, ``failure_message``, and pickling (``copy()``: every chain runs on its
+  own copy, since the callbacks write to the context's scratch).
+
+The state layout convention, the only entries the core reads: ``state[0]`` is n,
+and ``state[log_weight]`` is log n + the x-independent part of log p(x | cluster)
+(-inf when n = 0), so that point i's Gibbs weight for the cluster is
+``state[log_weight] + log_kernel(state, i)`` and a new cluster's is
+log alpha + log_predictive(prior, i). ``segments`` is the ``SegmentModel`` of the
+permutation dynamic program (``_permutation``), passed to it as is.
+
+Which moves are exact
+---------------------
+Gibbs, SAMS, the alpha update and the permutation move after burn-in each leave the
+posterior p(c, alpha | X) invariant, given exact family callbacks; the burn-in hill
+climbing does not (below), and only runs during burn-in.
 
 SAMS (Dahl 2003). Pick an ordered pair of distinct points (i, j) uniformly and a
 uniform random order of the other points S of c_i's and c_j's clusters. Starting
@@ -46,7 +81,7 @@ Permutation move (Liang et al. 2007). The state is augmented with an ordering pi
 of the points; a clustering is consistent with pi when its clusters are runs of
 consecutive positions. The move draws pi given the clustering C, then a new
 clustering among the 2^(N - 1) consistent with pi by the dynamic program of
-``_permutation`` (segment statistics built by ``state_add``, one O(d^2) update per
+``_permutation`` (segment statistics built by the family's ``add``, one update per
 point and open segment). After burn-in it is exact:
 
 * pi is uniform on Pi(C) (eq. 3): a uniform order of the clusters, and of the
@@ -68,36 +103,36 @@ point and open segment). After burn-in it is exact:
 
 During the first ``burn_in`` sweeps (the chain counts its own sweeps) the move is
 instead the paper's stochastic hill climbing (sec. 4.2): pi comes from a random
-projection u (clusters sorted by u . m_n, points within a cluster by u . x) and C'
-is drawn with probability proportional to p(C', x) 1[pi in Pi(C')], whose factors
-alpha Gamma(|c|) m(c) are per segment, by the beam pass. p(pi | C) of a projection
-order is not computable, so this step does NOT leave the posterior invariant: it
-only ever runs during burn-in, whose draws the engine discards.
+projection u (clusters sorted by their ``cluster_key``, points within a cluster by
+their ``point_key``) and C' is drawn with probability proportional to
+p(C', x) 1[pi in Pi(C')], whose factors alpha Gamma(|c|) m(c) are per segment, by
+the beam pass. p(pi | C) of a projection order is not computable, so this step
+does NOT leave the posterior invariant: it only ever runs during burn-in, whose
+draws the engine discards.
 """
 
 import numpy as np
 
 from libc.math cimport INFINITY, exp, lgamma, log, log1p
-from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
-from ._gaussian_kernels cimport (
-    NIW, NIWModel, S_COUNT, S_LOG_WEIGHT, S_MEAN, intp_t, state_add,
-    state_log_kernel, state_log_marginal, state_rebuild, state_refresh,
-    state_remove,
+from ._family cimport (
+    STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
+    family_log_kernel_t, family_log_marginal, family_rebuild, family_remove,
+    family_reset,
 )
-from ._permutation cimport SegmentDP, SegmentModel, digamma
+from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
-from ._rng cimport bitgen_pointer, draw_from_logs, shuffle, uniform, uniform_index
+from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
+from ._rng cimport (
+    bitgen_pointer, draw_from_logs, random_standard_normal, shuffle, uniform,
+    uniform_index,
+)
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
-
-cdef extern from "numpy/random/distributions.h":
-    double random_beta(bitgen_t *bitgen_state, double a, double b) nogil
-    double random_standard_gamma(bitgen_t *bitgen_state, double shape) nogil
-    double random_standard_normal(bitgen_t *bitgen_state) nogil
 
 # The permutation move's variants after burn-in (``permutation`` argument).
 cdef enum:
@@ -120,33 +155,10 @@ cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) n
         log_b[0] = diff + log_a[0]
 
 
-# -- the NIW family as a segment model of the permutation DP -----------------------------
-
-
-cdef struct NIWSegments:
-    const NIW* p
-    const double* X     # (N, d)
-    double* work        # (d,) scratch
-
-
-cdef void _niw_reset(void* context, double* state) noexcept nogil:
-    cdef NIWSegments* c = <NIWSegments*> context
-    memcpy(state, c.p.prior, c.p.width * sizeof(double))
-
-
-cdef void _niw_add(void* context, double* state, intp_t point) noexcept nogil:
-    cdef NIWSegments* c = <NIWSegments*> context
-    state_add(c.p, state, c.X + point * c.p.d, c.work)
-
-
-cdef double _niw_log_marginal(void* context, const double* state) noexcept nogil:
-    return state_log_marginal((<NIWSegments*> context).p, state)
-
-
 cdef struct ProjectionRecord:
-    double cluster_key   # u . m_n of the point's cluster
+    double cluster_key   # the point's cluster's key (NIW: u . m_n)
     intp_t cluster       # its slot, to break ties between clusters
-    double key           # u . x
+    double key           # the point's key (NIW: u . x)
     intp_t point
 
 
@@ -162,15 +174,14 @@ cdef int _compare_projections(const void* a, const void* b) noexcept nogil:
     return -1 if x.point < y.point else (1 if x.point > y.point else 0)
 
 
-cdef class GaussianChain:
+cdef class CollapsedChain:
     """State and sweeps of one chain (see the module docstring).
 
     Parameters
     ----------
-    X : ndarray of shape (N, d), dtype=np.float64
-        Validated, C-contiguous data.
-    model : NIWModel
-        The cluster prior; its tables must cover n = 0..N.
+    family : Family
+        The cluster family bound to the data (e.g. ``NIWModel.family(X)``). The
+        chain runs on its own ``family.copy()``.
     alpha : float
         Initial (or fixed) DP concentration.
     gibbs : bool
@@ -199,10 +210,9 @@ cdef class GaussianChain:
 
     cdef object bit_generator
     cdef bitgen_t* rng
-    cdef NIWModel model
-    cdef NIW* p
-    cdef const double[:, ::1] X
-    cdef intp_t N, d, W
+    cdef Family family         # this chain's own copy: the callbacks write scratch
+    cdef ConjugateFamily f     # family.c: callbacks and context
+    cdef intp_t N, W
     cdef bint gibbs, sample_alpha
     cdef intp_t n_split_merge
     cdef double alpha_shape, alpha_rate
@@ -219,7 +229,7 @@ cdef class GaussianChain:
     cdef double* log_prob      # (capacity + 1,) assignment scratch
 
     # scratch
-    cdef double* work          # (d * d + 3 d,); the last d: the projection direction
+    cdef double* direction     # (key_dim,) the burn-in's projection direction u
     cdef intp_t* members       # (N,)
     cdef char* side            # (N,) split-merge: 1 if the point goes with i
     cdef double* state_a       # (W,) split-merge: i's side
@@ -235,8 +245,6 @@ cdef class GaussianChain:
     cdef double k_sum
     cdef intp_t k_count
     cdef SegmentDP dp
-    cdef NIWSegments segments
-    cdef SegmentModel segment_model
     cdef intp_t* order         # (N,) the ordering pi
     cdef intp_t* ends_old      # (N,) the current clustering's segment ends along pi
     cdef intp_t* ends_new      # (N,) the drawn clustering's
@@ -248,20 +256,15 @@ cdef class GaussianChain:
     cdef public object permutation_counts
 
     def __init__(
-        self, const double[:, ::1] X, NIWModel model, double alpha, bint gibbs,
-        intp_t n_split_merge, alpha_prior, intp_t init_clusters, bit_generator,
-        permutation=None, double beam_tolerance=1e-32, intp_t burn_in=0,
-        bint sequential_init=False,
+        self, Family family, double alpha, bint gibbs, intp_t n_split_merge,
+        alpha_prior, intp_t init_clusters, bit_generator, permutation=None,
+        double beam_tolerance=1e-32, intp_t burn_in=0, bint sequential_init=False,
     ):
         cdef intp_t i, n_init
-        self.X = X
-        self.N = X.shape[0]
-        self.d = X.shape[1]
-        self.model = model
-        self.p = &model.p
-        if self.p.d != self.d or self.p.n_max < self.N:
-            raise ValueError("the model does not match the data")
-        self.W = self.p.width
+        self.family = family.copy()
+        self.f = self.family.c
+        self.N = self.family.n_points
+        self.W = self.f.segments.width
         self.alpha = alpha
         self.gibbs = gibbs
         self.n_split_merge = n_split_merge if self.N >= 2 else 0
@@ -271,17 +274,22 @@ cdef class GaussianChain:
         self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
         self.rng = bitgen_pointer(self.bit_generator)
         self.labels = np.empty(self.N, dtype=np.intp)
-        self.log_prior_predictive = model.log_predictive(model.empty_state(), np.asarray(X))
 
-        self.work = <double*> malloc((self.d * self.d + 3 * self.d) * sizeof(double))
+        self.direction = <double*> malloc(max(self.f.key_dim, 1) * sizeof(double))
         self.members = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
         self.side = <char*> malloc(max(self.N, 1) * sizeof(char))
         self.state_a = <double*> malloc(self.W * sizeof(double))
         self.state_b = <double*> malloc(self.W * sizeof(double))
         self.state_m = <double*> malloc(self.W * sizeof(double))
-        if (self.work == NULL or self.members == NULL or self.side == NULL
+        if (self.direction == NULL or self.members == NULL or self.side == NULL
                 or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
+        # log p(x_i) under the prior: the new-cluster weight less log alpha
+        self.log_prior_predictive = np.empty(self.N, dtype=np.float64)
+        family_reset(&self.f, self.state_m)
+        for i in range(self.N):
+            self.log_prior_predictive[i] = self.f.log_predictive(
+                self.f.segments.context, self.state_m, i)
         if permutation not in _PERMUTATION_MODES:
             raise ValueError(f"permutation must be None, 'exact' or 'beta', got {permutation!r}")
         if not 0.0 <= beam_tolerance < 1.0:
@@ -292,14 +300,6 @@ cdef class GaussianChain:
         self.n_sweeps_done = 0
         self.permutation_beta = float("nan")
         self.dp = SegmentDP()
-        self.segments.p = self.p
-        self.segments.X = &X[0, 0] if self.N > 0 else NULL
-        self.segments.work = self.work
-        self.segment_model.context = &self.segments
-        self.segment_model.width = self.W
-        self.segment_model.reset = _niw_reset
-        self.segment_model.add = _niw_add
-        self.segment_model.log_marginal = _niw_log_marginal
         self.order = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
         self.ends_old = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
         self.ends_new = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
@@ -322,7 +322,7 @@ cdef class GaussianChain:
     def __dealloc__(self):
         slots_free(&self.slots)
         free(self.states); free(self.log_prob)
-        free(self.work); free(self.members); free(self.side)
+        free(self.direction); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
         free(self.order); free(self.ends_old); free(self.ends_new)
         free(self.log_size); free(self.log_A); free(self.records)
@@ -344,7 +344,7 @@ cdef class GaussianChain:
         if self.slots.n_free == 0:
             self._grow(2 * self.slots.capacity)
         c = slots_open(&self.slots)
-        memcpy(self._state(c), self.p.prior, self.W * sizeof(double))
+        family_reset(&self.f, self._state(c))
         return c
 
     cdef void _close_slot(self, intp_t c) noexcept nogil:
@@ -353,9 +353,6 @@ cdef class GaussianChain:
     cdef inline double* _state(self, intp_t c) noexcept nogil:
         return self.states + c * self.W
 
-    cdef inline const double* _x(self, intp_t i) noexcept nogil:
-        return &self.X[i, 0]
-
     # -- rebuilding states from the data ----------------------------------------------
 
     cdef void _group_members(self) noexcept nogil:
@@ -363,57 +360,63 @@ cdef class GaussianChain:
         slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
     cdef int _rebuild_all(self) except -1 nogil:
-        """Every active cluster's state afresh from its members (O(N d^2 + K d^3))."""
+        """Every active cluster's state afresh from its members."""
         cdef intp_t a, c
         self._group_members()
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
-            if state_rebuild(
-                self.p, self._state(c), &self.X[0, 0], self.members + self.slots.member_start[c],
-                self.slots.member_start[c + 1] - self.slots.member_start[c], self.work,
+            if family_rebuild(
+                &self.f, self._state(c), self.members + self.slots.member_start[c],
+                self.slots.member_start[c + 1] - self.slots.member_start[c],
             ) < 0:
                 self._fail()
         return 0
 
     cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil:
-        """Slot c's state from its members other than point ``exclude``, O(N + n d^2).
+        """Slot c's state from its members other than point ``exclude``, O(N) + rebuild.
 
-        The fallback when a downdate loses positive definiteness (rare).
+        The fallback when a removal fails numerically (rare; NIW: a downdate that
+        loses positive definiteness).
         """
         cdef intp_t i, n = 0
         for i in range(self.N):
             if self.labels[i] == c and i != exclude:
                 self.members[n] = i
                 n += 1
-        if state_rebuild(self.p, self._state(c), &self.X[0, 0], self.members, n, self.work) < 0:
+        if family_rebuild(&self.f, self._state(c), self.members, n) < 0:
             self._fail()
         return 0
 
     cdef int _fail(self) except -1 nogil:
         with gil:
-            raise FloatingPointError(
-                "A cluster's posterior scale matrix is not numerically positive "
-                "definite. Standardise the data or pass a better-conditioned "
-                "covariance_prior."
-            )
+            raise FloatingPointError(self.family.failure_message)
 
     # -- moves ---------------------------------------------------------------------
 
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
         """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
         cdef intp_t a, c, choice
-        cdef const double* x = self._x(i)
+        # The hot loop: K calls through the family's pointer per point. The callee is
+        # opaque to the compiler, so what it would otherwise re-read from self after
+        # every call is read once here.
+        cdef intp_t n_active = self.slots.n_active, width = self.W
+        cdef intp_t weight_offset = self.f.log_weight
+        cdef const intp_t* active = self.slots.active
+        cdef double* states = self.states
+        cdef double* log_prob = self.log_prob
+        cdef family_log_kernel_t log_kernel = self.f.log_kernel
+        cdef void* context = self.f.segments.context
         cdef double* s
-        for a in range(self.slots.n_active):
-            s = self._state(self.slots.active[a])
-            self.log_prob[a] = s[S_LOG_WEIGHT] + state_log_kernel(self.p, s, x, self.work)
+        for a in range(n_active):
+            s = states + active[a] * width
+            log_prob[a] = s[weight_offset] + log_kernel(context, s, i)
         self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
         choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
         if choice == self.slots.n_active:
             c = self._open_slot()
         else:
             c = self.slots.active[choice]
-        state_add(self.p, self._state(c), x, self.work)
+        family_add(&self.f, self._state(c), i)
         self.labels[i] = c
         return 0
 
@@ -421,15 +424,13 @@ cdef class GaussianChain:
         """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
         cdef intp_t i, c_old
         cdef double log_alpha = log(self.alpha)
-        cdef const double* x
         cdef double* s
         for i in range(self.N):
-            x = self._x(i)
             c_old = self.labels[i]
             s = self._state(c_old)
-            if s[S_COUNT] <= 1.0:
+            if s[STATE_COUNT] <= 1.0:
                 self._close_slot(c_old)
-            elif state_remove(self.p, s, x, self.work) < 0:
+            elif family_remove(&self.f, s, i) < 0:
                 self._rebuild_slot(c_old, i)
 
             self._seat(i, log_alpha)
@@ -456,16 +457,14 @@ cdef class GaussianChain:
                 m += 1
         shuffle(self.members, m, self.rng)  # a uniform random order of the other points
 
-        memcpy(self.state_a, self.p.prior, self.W * sizeof(double))
-        memcpy(self.state_b, self.p.prior, self.W * sizeof(double))
-        state_add(self.p, self.state_a, self._x(i), self.work)
-        state_add(self.p, self.state_b, self._x(j), self.work)
+        family_reset(&self.f, self.state_a)
+        family_reset(&self.f, self.state_b)
+        family_add(&self.f, self.state_a, i)
+        family_add(&self.f, self.state_b, j)
         for r in range(m):
             k = self.members[r]
-            la = self.state_a[S_LOG_WEIGHT] + state_log_kernel(
-                self.p, self.state_a, self._x(k), self.work)
-            lb = self.state_b[S_LOG_WEIGHT] + state_log_kernel(
-                self.p, self.state_b, self._x(k), self.work)
+            la = self.state_a[self.f.log_weight] + family_log_kernel(&self.f, self.state_a, k)
+            lb = self.state_b[self.f.log_weight] + family_log_kernel(&self.f, self.state_b, k)
             _log_pair(la, lb, &log_a, &log_b)
             if split:
                 to_a = log(uniform(self.rng)) < log_a
@@ -473,19 +472,19 @@ cdef class GaussianChain:
                 to_a = self.labels[k] == ci
             log_q += log_a if to_a else log_b
             self.side[k] = to_a
-            state_add(self.p, self.state_a if to_a else self.state_b, self._x(k), self.work)
+            family_add(&self.f, self.state_a if to_a else self.state_b, k)
 
-        n_a = self.state_a[S_COUNT]
-        n_b = self.state_b[S_COUNT]
+        n_a = self.state_a[STATE_COUNT]
+        n_b = self.state_b[STATE_COUNT]
         log_ratio = (
             log(self.alpha) + lgamma(n_a) + lgamma(n_b) - lgamma(n_a + n_b)
-            + state_log_marginal(self.p, self.state_a)
-            + state_log_marginal(self.p, self.state_b)
+            + family_log_marginal(&self.f, self.state_a)
+            + family_log_marginal(&self.f, self.state_b)
             - log_q
         )
         if split:
             self.n_split += 1
-            log_ratio -= state_log_marginal(self.p, self._state(ci))
+            log_ratio -= family_log_marginal(&self.f, self._state(ci))
             if log(uniform(self.rng)) < log_ratio:
                 self.n_split_accepted += 1
                 c_new = self._open_slot()
@@ -502,21 +501,21 @@ cdef class GaussianChain:
         self.n_merge += 1
         s_i = self._state(ci)
         s_j = self._state(cj)
-        if s_i[S_COUNT] >= s_j[S_COUNT]:
+        if s_i[STATE_COUNT] >= s_j[STATE_COUNT]:
             c_big, c_small = ci, cj
         else:
             c_big, c_small = cj, ci
         s_big = self._state(c_big)
         memcpy(self.state_m, s_big, self.W * sizeof(double))
-        state_add(self.p, self.state_m, self._x(i if c_small == ci else j), self.work)
+        family_add(&self.f, self.state_m, i if c_small == ci else j)
         for r in range(m):
             k = self.members[r]
             if self.labels[k] == c_small:
-                state_add(self.p, self.state_m, self._x(k), self.work)
+                family_add(&self.f, self.state_m, k)
         # The inverse of the split's ratio, the current clusters c_i, c_j being the
         # forced allocation's A and B: log m(M) - [log alpha + log Gamma(n_A)
         # Gamma(n_B) / Gamma(n) + log m(A) + log m(B) - log q(split)].
-        log_ratio = state_log_marginal(self.p, self.state_m) - log_ratio
+        log_ratio = family_log_marginal(&self.f, self.state_m) - log_ratio
         if log(uniform(self.rng)) < log_ratio:
             self.n_merge_accepted += 1
             memcpy(self._state(ci), self.state_m, self.W * sizeof(double))
@@ -551,30 +550,21 @@ cdef class GaussianChain:
     cdef intp_t _projection_order(self) noexcept nogil:
         """pi from a random projection (sec. 4.2) into ``order``; returns K.
 
-        Clusters sorted by u . m_n, points within a cluster by u . x, for u a
-        random direction (a standard normal vector: its direction is uniform, and
-        the order does not depend on its length).
+        Clusters sorted by the family's ``cluster_key`` (NIW: u . m_n), points
+        within a cluster by its ``point_key`` (u . x), for u a random direction (a
+        standard normal vector: its direction is uniform, and the order does not
+        depend on its length).
         """
         cdef intp_t i, j, c, K = 0
-        cdef double* u = self.work + self.d * self.d + 2 * self.d   # (d,) the direction
-        cdef double* s
-        cdef double key
-        cdef const double* x
-        for j in range(self.d):
+        cdef double* u = self.direction
+        for j in range(self.f.key_dim):
             u[j] = random_standard_normal(self.rng)
         for i in range(self.N):
             c = self.labels[i]
-            s = self._state(c)
-            x = self._x(i)
-            key = 0.0
-            for j in range(self.d):
-                key += u[j] * s[S_MEAN + j]
-            self.records[i].cluster_key = key
+            self.records[i].cluster_key = self.f.cluster_key(
+                self.f.segments.context, self._state(c), u)
             self.records[i].cluster = c
-            key = 0.0
-            for j in range(self.d):
-                key += u[j] * x[j]
-            self.records[i].key = key
+            self.records[i].key = self.f.point_key(self.f.segments.context, i, u)
             self.records[i].point = i
         qsort(self.records, self.N, sizeof(ProjectionRecord), _compare_projections)
         for i in range(self.N):
@@ -594,7 +584,7 @@ cdef class GaussianChain:
             K_old = self._projection_order()
             for m in range(1, self.N + 1):
                 self.log_size[m] = log_alpha + lgamma(<double> m)
-            self.dp.beam_forward(&self.segment_model, self.order, self.N, self.log_size,
+            self.dp.beam_forward(&self.f.segments, self.order, self.N, self.log_size,
                                  self.beam_tolerance)
             self.permutation_beam_width = self.dp.mean_beam_width()
             K_new = self.dp.sample(self.rng, self.ends_new)
@@ -605,7 +595,7 @@ cdef class GaussianChain:
                 for m in range(1, self.N + 1):
                     self.log_size[m] = -log(<double> m)
                     self.log_A[m] = m * log_alpha - lgamma(m + 1.0)
-                self.dp.exact_forward(&self.segment_model, self.order, self.N,
+                self.dp.exact_forward(&self.f.segments, self.order, self.N,
                                       self.log_size, self.log_A)
                 K_new = self.dp.sample(self.rng, self.ends_new)
             else:
@@ -615,7 +605,7 @@ cdef class GaussianChain:
                 log_beta = log(self.permutation_beta)
                 for m in range(1, self.N + 1):
                     self.log_size[m] = log_alpha - log_beta - log(<double> m)
-                self.dp.beam_forward(&self.segment_model, self.order, self.N,
+                self.dp.beam_forward(&self.f.segments, self.order, self.N,
                                      self.log_size, self.beam_tolerance)
                 self.permutation_beam_width = self.dp.mean_beam_width()
                 K_new = self.dp.sample(self.rng, self.ends_new)
@@ -652,24 +642,6 @@ cdef class GaussianChain:
         self._rebuild_all()
         return 0
 
-    cdef void _update_alpha(self) noexcept nogil:
-        """alpha | K, N under a Gamma(a, b) prior (Escobar & West 1995, sec. 6).
-
-        With eta ~ Beta(alpha + 1, N), alpha | eta, K is the mixture
-        pi Gamma(a + K, b - log eta) + (1 - pi) Gamma(a + K - 1, b - log eta),
-        pi / (1 - pi) = (a + K - 1) / (N (b - log eta)).
-        """
-        cdef double eta, rate, odds, shape
-        cdef double a = self.alpha_shape, K = self.slots.n_active
-        eta = random_beta(self.rng, self.alpha + 1.0, <double> self.N)
-        rate = self.alpha_rate - log(eta)
-        odds = (a + K - 1.0) / (self.N * rate)
-        shape = a + K if uniform(self.rng) * (1.0 + odds) < odds else a + K - 1.0
-        self.alpha = random_standard_gamma(self.rng, shape) / rate
-        # a Gamma draw of tiny shape can round to 0, where log alpha is undefined
-        if self.alpha < 1e-300:
-            self.alpha = 1e-300
-
     cdef double _compute_log_joint(self) noexcept nogil:
         """log p(c, X | alpha) (+ log p(alpha) if alpha is sampled), constants included.
 
@@ -678,13 +650,12 @@ cdef class GaussianChain:
         """
         cdef intp_t a
         cdef double* s
-        cdef double value = self.slots.n_active * log(self.alpha) + lgamma(self.alpha) - lgamma(self.alpha + self.N)
+        cdef double value = crp_log_normaliser(self.alpha, self.slots.n_active, self.N)
         for a in range(self.slots.n_active):
             s = self._state(self.slots.active[a])
-            value += lgamma(s[S_COUNT]) + state_log_marginal(self.p, s)
+            value += lgamma(s[STATE_COUNT]) + family_log_marginal(&self.f, s)
         if self.sample_alpha:
-            value += (self.alpha_shape * log(self.alpha_rate) - lgamma(self.alpha_shape)
-                      + (self.alpha_shape - 1.0) * log(self.alpha) - self.alpha_rate * self.alpha)
+            value += gamma_log_density(self.alpha, self.alpha_shape, self.alpha_rate)
         return value
 
     cdef int _initialise(self, intp_t n_init) except -1 nogil:
@@ -734,8 +705,9 @@ cdef class GaussianChain:
             self._rebuild_all()
         if self.permutation != PERMUTATION_NONE:
             self._permutation_move()
-        if self.sample_alpha:
-            self._update_alpha()
+        if self.sample_alpha:   # Escobar & West (1995), sec. 6
+            self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
+                                      self.alpha_shape, self.alpha_rate)
         # beta of the "beta" variant: the mean K over the second half of burn-in
         if self.n_sweeps_done < self.burn_in and 2 * self.n_sweeps_done >= self.burn_in - 1:
             self.k_sum += self.slots.n_active
@@ -798,9 +770,9 @@ cdef class GaussianChain:
             if variant == "beta":
                 ls[m] += log(self.alpha) - log(beta)
         if variant == "exact":
-            self.dp.exact_forward(&self.segment_model, &order_[0], self.N, &ls[0], &la[0])
+            self.dp.exact_forward(&self.f.segments, &order_[0], self.N, &ls[0], &la[0])
         elif variant == "beta":
-            self.dp.beam_forward(&self.segment_model, &order_[0], self.N, &ls[0], epsilon)
+            self.dp.beam_forward(&self.f.segments, &order_[0], self.N, &ls[0], epsilon)
         else:
             raise ValueError(f"unknown variant {variant!r}")
         log_probs = np.empty(len(clusterings))
@@ -812,20 +784,21 @@ cdef class GaussianChain:
     def snapshot(self):
         """The current state, clusters numbered by first appearance in the data.
 
+        Returns ``(labels, *family.describe(states), alpha, sizes)``.
+
         Returns
         -------
         labels : ndarray of shape (N,), dtype int32
-        means : ndarray of shape (K, d)
-            Posterior means m_n of the cluster means (also the predictive locations).
-        covariances : ndarray of shape (K, d, d) or (K, d)
-            Posterior means of the covariances: Psi_n / (nu_n - d - 1) when
-            nu_n > d + 1, else Psi_n / nu_n, the inverse of the posterior mean of the
-            precision (``diag``: per dimension, with d = 1).
-        predictive_factors : ndarray of shape (K, d, d) or (K, d)
-            Lower Cholesky factor of each cluster's Student-t predictive shape matrix
-            Psi_n (kappa_n + 1) / (kappa_n df_n) (``diag``: the per-dimension scales).
-        predictive_dfs : ndarray of shape (K,)
-            Degrees of freedom df_n of the predictives: nu_n - d + 1 (``diag``: nu_n).
+        *parameters
+            The family's ``describe`` of the (K, width) states in that numbering.
+            NIW: ``means`` (K, d), the posterior means m_n of the cluster means;
+            ``covariances`` (K, d, d) or (K, d), Psi_n / (nu_n - d - 1) when
+            nu_n > d + 1, else Psi_n / nu_n, the inverse of the posterior mean of
+            the precision (``diag``: per dimension, with d = 1);
+            ``predictive_factors`` (K, d, d) or (K, d), the lower Cholesky factor
+            of each cluster's Student-t predictive shape matrix
+            Psi_n (kappa_n + 1) / (kappa_n df_n) (``diag``: the per-dimension
+            scales); ``predictive_dfs`` (K,), nu_n - d + 1 (``diag``: nu_n).
         alpha : float
             The concentration of this state.
         sizes : ndarray of shape (K,)
@@ -834,8 +807,8 @@ cdef class GaussianChain:
             self.labels, self.slots.capacity)
         states = np.asarray(<double[:self.slots.capacity * self.W]> self.states).reshape(
             self.slots.capacity, self.W)[order]
-        return (labels, *describe_states(self.model, states), self.alpha,
-                states[:, S_COUNT].astype(np.intp))
+        return (labels, *self.family.describe(states), self.alpha,
+                states[:, STATE_COUNT].astype(np.intp))
 
     def assignment_log_weights(self, intp_t i):
         """Unnormalised log-probabilities of point i's next Gibbs assignment (tests).
@@ -851,16 +824,15 @@ cdef class GaussianChain:
             slots.setdefault(labels[r], self.labels[r])
         state = np.empty(self.W, dtype=np.float64)
         cdef double[::1] view = state
-        cdef double[::1] work = np.empty(self.d * self.d + 2 * self.d, dtype=np.float64)
         weights = np.full(len(slots), -np.inf)
         for k, c in slots.items():
             memcpy(&view[0], self._state(c), self.W * sizeof(double))
             if c == c_old:
-                if state[S_COUNT] <= 1.0:
+                if state[STATE_COUNT] <= 1.0:
                     continue
-                if state_remove(self.p, &view[0], self._x(i), &work[0]) < 0:
+                if family_remove(&self.f, &view[0], i) < 0:
                     raise FloatingPointError("downdate failed")
-            weights[k] = state[S_LOG_WEIGHT] + state_log_kernel(self.p, &view[0], self._x(i), &work[0])
+            weights[k] = state[self.f.log_weight] + family_log_kernel(&self.f, &view[0], i)
         return weights, log(self.alpha) + self.log_prior_predictive[i]
 
     def cluster_states(self):
@@ -870,26 +842,3 @@ cdef class GaussianChain:
         return states[[self.slots.active[a] for a in range(self.slots.n_active)]].copy()
 
 
-def describe_states(NIWModel model, states):
-    """Posterior means and Student-t predictive parameters of a stack of states."""
-    cdef NIW* p = &model.p
-    d, full = p.d, p.full
-    n = states[:, S_COUNT]
-    kn = p.kappa + n
-    nun = p.nu + n
-    means = states[:, S_MEAN:S_MEAN + d].copy()
-    scale = states[:, p.scale_off:p.scale_off + p.scale_size]
-    d_eff = d if full else 1
-    df = nun - d_eff + 1.0
-    # E[Sigma] = Psi_n / (nu_n - d - 1) exists for nu_n > d + 1; otherwise report
-    # Psi_n / nu_n, the inverse of the posterior mean of the precision.
-    divisor = np.where(nun > d_eff + 1, nun - d_eff - 1, nun)
-    shape_coef = np.sqrt((kn + 1.0) / (kn * df))
-    if full:
-        L = scale.reshape(-1, d, d).transpose(0, 2, 1)  # column-major -> lower
-        covariances = L @ L.transpose(0, 2, 1) / divisor[:, None, None]
-        factors = L * shape_coef[:, None, None]
-    else:
-        covariances = scale / divisor[:, None]
-        factors = np.sqrt(scale) * shape_coef[:, None]
-    return means, covariances, np.ascontiguousarray(factors), df

@@ -1,0 +1,54 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The Dirichlet-process prior's own terms, for every chain whatever its clusters.
+
+The Chinese restaurant process gives a clustering of N points into clusters of
+sizes n_1..n_K the probability
+
+    p(c | alpha) = alpha^K prod_k Gamma(n_k) Gamma(alpha) / Gamma(alpha + N),
+
+and, under a Gamma(a, b) prior (shape, rate), alpha | K, N is drawn by Escobar &
+West (1995)'s auxiliary-variable step. Neither depends on the cluster family.
+"""
+
+from libc.math cimport lgamma, log
+from numpy.random cimport bitgen_t
+
+from ._rng cimport random_beta, random_standard_gamma, uniform
+
+
+cdef inline double crp_log_normaliser(double alpha, Py_ssize_t K, Py_ssize_t N) noexcept nogil:
+    """K log alpha + log Gamma(alpha) - log Gamma(alpha + N).
+
+    log p(c | alpha) is this plus sum_k log Gamma(n_k), which the caller adds
+    cluster by cluster.
+    """
+    return K * log(alpha) + lgamma(alpha) - lgamma(alpha + N)
+
+
+cdef inline double gamma_log_density(double x, double shape, double rate) noexcept nogil:
+    """log of the Gamma(shape, rate) density at x > 0."""
+    return (shape * log(rate) - lgamma(shape)
+            + (shape - 1.0) * log(x) - rate * x)
+
+
+cdef inline double escobar_west(
+        bitgen_t* rng, double alpha, Py_ssize_t n_clusters, Py_ssize_t N,
+        double shape, double rate) noexcept nogil:
+    """A draw of alpha | K, N under a Gamma(shape, rate) prior (Escobar & West 1995).
+
+    With eta ~ Beta(alpha + 1, N), alpha | eta, K is the mixture
+    pi Gamma(a + K, b - log eta) + (1 - pi) Gamma(a + K - 1, b - log eta),
+    pi / (1 - pi) = (a + K - 1) / (N (b - log eta)), for a = shape, b = rate.
+    Two uniforms' worth of draws: one Beta, one uniform, one Gamma.
+    """
+    cdef double eta, b, odds, a_post, K = n_clusters, draw
+    eta = random_beta(rng, alpha + 1.0, <double> N)
+    b = rate - log(eta)
+    odds = (shape + K - 1.0) / (N * b)
+    a_post = shape + K if uniform(rng) * (1.0 + odds) < odds else shape + K - 1.0
+    draw = random_standard_gamma(rng, a_post) / b
+    # a Gamma draw of tiny shape can round to 0, where log alpha is undefined
+    if draw < 1e-300:
+        draw = 1e-300
+    return draw

@@ -1,0 +1,96 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Declarations of a conjugate cluster family: what the collapsed sampler core sees.
+
+The core (``_collapsed_chain``) runs Gibbs, split-merge and the permutation move for
+any family whose cluster parameters integrate out in closed form. It sees a cluster
+only as a block of ``width`` doubles, its "state" (sufficient statistics plus any
+cached terms the family likes), and acts on it only through the callbacks of a
+``ConjugateFamily``; data points are indices 0..N-1 into data the family's context
+owns. Two entries of a state have a fixed meaning, which is all the core reads
+directly:
+
+* ``state[STATE_COUNT]`` (= state[0]) is n, the number of points, as a double;
+* ``state[family.log_weight]`` is log n + the part of log p(x | cluster) that does
+  not depend on x (-inf when n = 0), so that the Gibbs weight of point i for the
+  cluster is ``state[log_weight] + log_kernel(context, state, i)``.
+
+Every callback runs without the GIL and may write to scratch in ``context``, so a
+context serves one chain at a time (``Family.copy`` makes another).
+"""
+
+from ._permutation cimport SegmentModel, intp_t
+
+# n, the number of points of a state, as a double: the one offset every family shares
+cdef enum:
+    STATE_COUNT = 0
+
+# state <- state minus data point ``point`` (a member, n >= 2). 0, or < 0 when the
+# update failed numerically: the state is then invalid, and the core rebuilds it.
+ctypedef int (*family_remove_t)(void* context, double* state, intp_t point) noexcept nogil
+# the part of log p(x_point | state) that depends on the point (see log_weight)
+ctypedef double (*family_log_kernel_t)(
+    void* context, const double* state, intp_t point) noexcept nogil
+# state <- the statistics of the points ``members[:n]`` from scratch; < 0 on failure
+ctypedef int (*family_rebuild_t)(
+    void* context, double* state, const intp_t* members, intp_t n) noexcept nogil
+# projection keys of the burn-in hill climbing: u . (point) and u . (cluster location)
+# for a direction u of ``key_dim`` doubles
+ctypedef double (*family_point_key_t)(
+    void* context, intp_t point, const double* u) noexcept nogil
+ctypedef double (*family_cluster_key_t)(
+    void* context, const double* state, const double* u) noexcept nogil
+
+
+cdef struct ConjugateFamily:
+    # What the permutation DP needs, first and by value: ``&family.segments`` is the
+    # ``SegmentModel*`` it takes. ``segments.context`` and ``segments.width`` are the
+    # family's context and state width for every callback below; ``reset`` writes the
+    # prior (empty) state, ``add`` adds a point, ``log_marginal`` is log m(cluster).
+    SegmentModel segments
+    family_remove_t remove
+    family_log_kernel_t log_kernel
+    family_log_kernel_t log_predictive   # the whole log p(x_point | state)
+    family_rebuild_t rebuild
+    intp_t log_weight                    # offset of log n + constant (module docstring)
+    intp_t key_dim                       # length of a projection direction u
+    family_point_key_t point_key
+    family_cluster_key_t cluster_key
+
+
+cdef class Family:
+    # The Python face of a family: owns the context the struct points into.
+    cdef ConjugateFamily c
+    cdef readonly intp_t n_points        # N, the data points the callbacks index
+
+
+# -- the calls, spelt once -----------------------------------------------------------
+
+cdef inline void family_reset(const ConjugateFamily* f, double* state) noexcept nogil:
+    f.segments.reset(f.segments.context, state)
+
+
+cdef inline void family_add(
+        const ConjugateFamily* f, double* state, intp_t point) noexcept nogil:
+    f.segments.add(f.segments.context, state, point)
+
+
+cdef inline int family_remove(
+        const ConjugateFamily* f, double* state, intp_t point) noexcept nogil:
+    return f.remove(f.segments.context, state, point)
+
+
+cdef inline double family_log_kernel(
+        const ConjugateFamily* f, const double* state, intp_t point) noexcept nogil:
+    return f.log_kernel(f.segments.context, state, point)
+
+
+cdef inline double family_log_marginal(
+        const ConjugateFamily* f, const double* state) noexcept nogil:
+    return f.segments.log_marginal(f.segments.context, state)
+
+
+cdef inline int family_rebuild(
+        const ConjugateFamily* f, double* state, const intp_t* members,
+        intp_t n) noexcept nogil:
+    return f.rebuild(f.segments.context, state, members, n)
