@@ -10,6 +10,7 @@ from ._fetchers import (
     get_data_home,
     load_apa1980,
 )
+from ._loaders import load_lda_c, load_mnist
 from ._preflib import load_preflib
 from ._samples_generator import make_mallows_mixture
 
@@ -20,6 +21,8 @@ __all__ = [
     "fetch_sushi",
     "get_data_home",
     "load_apa1980",
+    "load_lda_c",
+    "load_mnist",
     "load_preflib",
     "make_mallows_mixture",
 ]
