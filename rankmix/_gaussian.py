@@ -2,26 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPGaussianClustering: Dirichlet-process mixtures of Gaussians, collapsed MCMC."""
 
-from functools import partial
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
-from ._base import BaseDPMixture
-from ._collapsed_chain import CollapsedChain
+from ._collapsed import BaseCollapsedDPMixture
 from ._gaussian_kernels import NIWModel, describe_states
 from ._sklearn_compat import Interval, StrOptions
-
-# The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
-_MOVES = ("gibbs", "split-merge", "permutation")
-_SAMPLERS = {
-    "+".join(m for m, keep in zip(_MOVES, mask) if keep)
-    for mask in np.ndindex(2, 2, 2)
-    if any(mask)
-}
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
 # PRIOR_SHRINK times the inverse of the data covariance, i.e. a typical cluster is
@@ -32,7 +22,7 @@ PRIOR_SHRINK = 10.0
 COVARIANCE_RIDGE = 1e-6
 
 
-class DPGaussianClustering(BaseDPMixture):
+class DPGaussianClustering(BaseCollapsedDPMixture):
     """Cluster vectors with a Dirichlet-process mixture of Gaussians.
 
     Each cluster is a Gaussian with unknown mean and covariance under the conjugate
@@ -316,7 +306,7 @@ class DPGaussianClustering(BaseDPMixture):
     """
 
     _parameter_constraints: dict = {
-        **BaseDPMixture._parameter_constraints,
+        **BaseCollapsedDPMixture._parameter_constraints,
         "nu": [Interval(Real, 0, None, closed="neither"), None],
         "kappa": [Interval(Real, 0, None, closed="neither")],
         "mean_prior": ["array-like", None],
@@ -326,13 +316,6 @@ class DPGaussianClustering(BaseDPMixture):
             None,
         ],
         "covariance_type": [StrOptions({"full", "diag"})],
-        "sampler": [StrOptions(_SAMPLERS)],
-        "permutation_dp": [StrOptions({"beta", "exact"})],
-        "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
-        "n_split_merge": [Interval(Integral, 0, None, closed="left")],
-        "alpha_prior": ["array-like", None],
-        "init": [StrOptions({"sequential", "random"})],
-        "init_clusters": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -368,29 +351,24 @@ class DPGaussianClustering(BaseDPMixture):
             n_jobs=n_jobs,
             random_state=random_state,
             verbose=verbose,
+            sampler=sampler,
+            permutation_dp=permutation_dp,
+            beam_tolerance=beam_tolerance,
+            n_split_merge=n_split_merge,
+            alpha_prior=alpha_prior,
+            init=init,
+            init_clusters=init_clusters,
         )
         self.nu = nu
         self.kappa = kappa
         self.mean_prior = mean_prior
         self.covariance_prior = covariance_prior
         self.covariance_type = covariance_type
-        self.sampler = sampler
-        self.permutation_dp = permutation_dp
-        self.beam_tolerance = beam_tolerance
-        self.n_split_merge = n_split_merge
-        self.alpha_prior = alpha_prior
-        self.init = init
-        self.init_clusters = init_clusters
 
     # -- hooks ---------------------------------------------------------------
 
     def _prepare(self, X):
-        moves = self.sampler.split("+")
-        if moves == ["split-merge"] and self.n_split_merge == 0:
-            raise ValueError(
-                "sampler='split-merge' with n_split_merge=0 would never move; "
-                "set n_split_merge >= 1."
-            )
+        self._check_sampler()
         X = validate_data(self, X, dtype=[np.float64])
         X = np.ascontiguousarray(X)
         d = X.shape[1]
@@ -467,17 +445,6 @@ class DPGaussianClustering(BaseDPMixture):
             )
         return psi.copy()
 
-    def _resolve_alpha_prior(self):
-        if self.alpha_prior is None:
-            return None
-        prior = np.asarray(self.alpha_prior, dtype=np.float64)
-        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
-            raise ValueError(
-                "alpha_prior must be None or (shape, rate), two positive numbers, "
-                f"got {self.alpha_prior!r}."
-            )
-        return float(prior[0]), float(prior[1])
-
     def _model(self, n_max):
         return NIWModel(
             self.mean_prior_,
@@ -489,25 +456,7 @@ class DPGaussianClustering(BaseDPMixture):
         )
 
     def _chain_factory(self, X):
-        # the prior and the data are read-only during sweeps: chains share them, and
-        # each chain runs on its own copy of the family's scratch
-        family = self._model(X.shape[0]).family(X)
-        moves = self.sampler.split("+")
-        # a partial, not a closure: it pickles, so that chains can run in other
-        # processes; the engine appends the bit generator
-        return partial(
-            CollapsedChain,
-            family,
-            float(self.alpha),
-            "gibbs" in moves,
-            self.n_split_merge if "split-merge" in moves else 0,
-            self._alpha_prior,
-            self.init_clusters,
-            permutation=self.permutation_dp if "permutation" in moves else None,
-            beam_tolerance=float(self.beam_tolerance),
-            burn_in=self.burn_in,
-            sequential_init=self.init == "sequential",
-        )
+        return self._collapsed_chain(self._model(X.shape[0]).family(X))
 
     def _check_new_data(self, X):
         return np.ascontiguousarray(
@@ -529,13 +478,6 @@ class DPGaussianClustering(BaseDPMixture):
     def _describe_clusters(self, parameters):
         self.means_ = parameters[0]
         self.covariances_ = parameters[1]
-
-    def _draw_alpha(self, parameters):
-        """The concentration of one draw (sampled when ``alpha_prior`` is set)."""
-        return parameters[4]
-
-    def _extra_traces(self):
-        return ("alpha",) if self.alpha_prior is not None else ()
 
     def _sample_components(self, components, parameters, rng):
         means, _, factors, dfs = parameters[:4]

@@ -1,0 +1,117 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The base class of the estimators sampled by the collapsed core."""
+
+from functools import partial
+from numbers import Integral, Real
+
+import numpy as np
+
+from ._base import BaseDPMixture
+from ._collapsed_chain import CollapsedChain
+from ._sklearn_compat import Interval, StrOptions
+
+# The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
+_MOVES = ("gibbs", "split-merge", "permutation")
+_SAMPLERS = {
+    "+".join(m for m, keep in zip(_MOVES, mask) if keep)
+    for mask in np.ndindex(2, 2, 2)
+    if any(mask)
+}
+
+
+class BaseCollapsedDPMixture(BaseDPMixture):
+    """A DP mixture of a conjugate family, sampled by ``CollapsedChain``.
+
+    Holds what every such estimator shares: the sampler's parameters and their
+    constraints (documented in :class:`DPGaussianClustering`), the Gamma prior of
+    alpha, and the chain factory. A subclass adds its priors, validation and
+    scoring hooks, and builds the chain with ``self._collapsed_chain(family)``.
+    A draw's parameters end with ``(alpha, sizes)``, as ``CollapsedChain.snapshot``
+    returns them.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDPMixture._parameter_constraints,
+        "sampler": [StrOptions(_SAMPLERS)],
+        "permutation_dp": [StrOptions({"beta", "exact"})],
+        "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
+        "n_split_merge": [Interval(Integral, 0, None, closed="left")],
+        "alpha_prior": ["array-like", None],
+        "init": [StrOptions({"sequential", "random"})],
+        "init_clusters": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        sampler,
+        permutation_dp,
+        beam_tolerance,
+        n_split_merge,
+        alpha_prior,
+        init,
+        init_clusters,
+        **common,
+    ):
+        super().__init__(**common)
+        self.sampler = sampler
+        self.permutation_dp = permutation_dp
+        self.beam_tolerance = beam_tolerance
+        self.n_split_merge = n_split_merge
+        self.alpha_prior = alpha_prior
+        self.init = init
+        self.init_clusters = init_clusters
+
+    def _check_sampler(self):
+        """Refuse a sampler that would never move."""
+        if self.sampler.split("+") == ["split-merge"] and self.n_split_merge == 0:
+            raise ValueError(
+                "sampler='split-merge' with n_split_merge=0 would never move; "
+                "set n_split_merge >= 1."
+            )
+
+    def _resolve_alpha_prior(self):
+        if self.alpha_prior is None:
+            return None
+        prior = np.asarray(self.alpha_prior, dtype=np.float64)
+        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
+            raise ValueError(
+                "alpha_prior must be None or (shape, rate), two positive numbers, "
+                f"got {self.alpha_prior!r}."
+            )
+        return float(prior[0]), float(prior[1])
+
+    def _collapsed_chain(self, family):
+        """``make_chain(bit_generator)`` for the engine, over ``family``.
+
+        A partial, not a closure: it pickles, so that chains can run in other
+        processes; the engine passes the bit generator. The family is read-only
+        during sweeps, and each chain runs on its own copy of its scratch.
+        """
+        moves = self.sampler.split("+")
+        return partial(
+            _make_chain,
+            family,
+            alpha=float(self.alpha),
+            gibbs="gibbs" in moves,
+            n_split_merge=self.n_split_merge if "split-merge" in moves else 0,
+            alpha_prior=self._alpha_prior,
+            init_clusters=self.init_clusters,
+            permutation=self.permutation_dp if "permutation" in moves else None,
+            beam_tolerance=float(self.beam_tolerance),
+            burn_in=self.burn_in,
+            sequential_init=self.init == "sequential",
+        )
+
+    def _draw_alpha(self, parameters):
+        """The concentration of one draw (sampled when ``alpha_prior`` is set)."""
+        return parameters[-2]
+
+    def _extra_traces(self):
+        return ("alpha",) if self.alpha_prior is not None else ()
+
+
+def _make_chain(family, bit_generator, **options):
+    """``CollapsedChain(family, bit_generator=bit_generator, **options)``."""
+    return CollapsedChain(family, bit_generator=bit_generator, **options)
