@@ -1,6 +1,6 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""rankmix: Dirichlet-process mixtures of rankings, vectors and counts, fitted by MCMC."""
+"""rankmix: Dirichlet-process mixtures of rankings, vectors and counts, by MCMC."""
 
 # First, so that an unbuilt source folder fails with a message that says so.
 from . import _check_build  # noqa: F401  isort: skip

@@ -1,6 +1,6 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""DPMultinomialClustering: Dirichlet-process mixtures of multinomials, collapsed MCMC."""
+"""DPMultinomialClustering: Dirichlet-process mixtures of multinomials, collapsed."""
 
 from numbers import Real
 
@@ -222,7 +222,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         return X
 
     def _validate_counts(self, X, reset):
-        """X as CSR non-negative integer counts; ValueError naming the first bad entry."""
+        """X as CSR non-negative integer counts; a ValueError names a bad entry."""
         X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=reset)
         values = X.data if sparse.issparse(X) else X
         bad = (values < 0) | (values != np.round(values))
