@@ -225,7 +225,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         """X as CSR non-negative integer counts; a ValueError names a bad entry."""
         X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=reset)
         values = X.data if sparse.issparse(X) else X
-        bad = (values < 0) | (values != np.round(values))
+        # negative values first: scikit-learn's own wording for them
+        bad = values < 0
+        if not np.any(bad):
+            bad = values != np.round(values)
         if np.any(bad):
             if sparse.issparse(X):
                 e = int(np.flatnonzero(bad)[0])
@@ -235,8 +238,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
                 row, column = (int(k) for k in np.argwhere(bad)[0])
                 value = X[row, column]
             raise ValueError(
-                f"X must hold non-negative integer counts; row {row}, column "
-                f"{column} holds {value!r}."
+                ("Negative values in data: " if value < 0 else "")
+                + f"X must hold non-negative integer counts; row {row}, column "
+                f"{column} holds {value}."
             )
         # a canonical CSR copy (the caller's matrix is left alone)
         X = sparse.csr_matrix(X, dtype=np.int64, copy=True)
