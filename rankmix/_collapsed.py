@@ -42,26 +42,14 @@ class BaseCollapsedDPMixture(BaseDPMixture):
         "init_clusters": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(
-        self,
-        *,
-        sampler,
-        permutation_dp,
-        beam_tolerance,
-        n_split_merge,
-        alpha_prior,
-        init,
-        init_clusters,
-        **common,
-    ):
-        super().__init__(**common)
-        self.sampler = sampler
-        self.permutation_dp = permutation_dp
-        self.beam_tolerance = beam_tolerance
-        self.n_split_merge = n_split_merge
-        self.alpha_prior = alpha_prior
-        self.init = init
-        self.init_clusters = init_clusters
+    def _store_parameters(self, arguments):
+        """The body of a subclass's ``__init__``: store its arguments as given.
+
+        ``arguments`` is the ``locals()`` of ``__init__``, whose explicit signature
+        is what scikit-learn's ``get_params`` reads.
+        """
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
 
     def _check_sampler(self):
         """Refuse a sampler that would never move."""

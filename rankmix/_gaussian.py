@@ -342,28 +342,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            alpha=alpha,
-            n_iter=n_iter,
-            burn_in=burn_in,
-            thin=thin,
-            n_chains=n_chains,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-            sampler=sampler,
-            permutation_dp=permutation_dp,
-            beam_tolerance=beam_tolerance,
-            n_split_merge=n_split_merge,
-            alpha_prior=alpha_prior,
-            init=init,
-            init_clusters=init_clusters,
-        )
-        self.nu = nu
-        self.kappa = kappa
-        self.mean_prior = mean_prior
-        self.covariance_prior = covariance_prior
-        self.covariance_type = covariance_type
+        self._store_parameters(locals())
 
     # -- hooks ---------------------------------------------------------------
 

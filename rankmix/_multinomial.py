@@ -174,24 +174,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            alpha=alpha,
-            n_iter=n_iter,
-            burn_in=burn_in,
-            thin=thin,
-            n_chains=n_chains,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-            sampler=sampler,
-            permutation_dp=permutation_dp,
-            beam_tolerance=beam_tolerance,
-            n_split_merge=n_split_merge,
-            alpha_prior=alpha_prior,
-            init=init,
-            init_clusters=init_clusters,
-        )
-        self.dirichlet_prior = dirichlet_prior
+        self._store_parameters(locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
