@@ -2,26 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPGaussianClustering: Dirichlet-process mixtures of Gaussians, collapsed MCMC."""
 
-from functools import partial
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
-from ._base import INTP_MAX, BaseDPMixture
-from ._collapsed_chain import CollapsedChain
+from ._collapsed import BaseCollapsedDPMixture
 from ._gaussian_kernels import NIWModel, describe_states
 from ._sklearn_compat import Interval, StrOptions
-
-# The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
-_MOVES = ("gibbs", "split-merge", "permutation")
-_SAMPLERS = {
-    "+".join(m for m, keep in zip(_MOVES, mask) if keep)
-    for mask in np.ndindex(2, 2, 2)
-    if any(mask)
-}
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
 # PRIOR_SHRINK times the inverse of the data covariance, i.e. a typical cluster is
@@ -32,7 +22,7 @@ PRIOR_SHRINK = 10.0
 COVARIANCE_RIDGE = 1e-6
 
 
-class DPGaussianClustering(BaseDPMixture):
+class DPGaussianClustering(BaseCollapsedDPMixture):
     """Cluster vectors with a Dirichlet-process mixture of Gaussians.
 
     Each cluster is a Gaussian with unknown mean and covariance under the conjugate
@@ -327,7 +317,7 @@ class DPGaussianClustering(BaseDPMixture):
     """
 
     _parameter_constraints: dict = {
-        **BaseDPMixture._parameter_constraints,
+        **BaseCollapsedDPMixture._parameter_constraints,
         "nu": [Interval(Real, 0, None, closed="neither"), None],
         "kappa": [Interval(Real, 0, None, closed="neither")],
         "mean_prior": ["array-like", None],
@@ -337,13 +327,6 @@ class DPGaussianClustering(BaseDPMixture):
             None,
         ],
         "covariance_type": [StrOptions({"full", "diag"})],
-        "sampler": [StrOptions(_SAMPLERS)],
-        "permutation_dp": [StrOptions({"beta", "exact"})],
-        "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
-        "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
-        "alpha_prior": ["array-like", None],
-        "init": [StrOptions({"sequential", "random"})],
-        "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
     }
 
     def __init__(
@@ -370,38 +353,12 @@ class DPGaussianClustering(BaseDPMixture):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            alpha=alpha,
-            n_iter=n_iter,
-            burn_in=burn_in,
-            thin=thin,
-            n_chains=n_chains,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
-        self.nu = nu
-        self.kappa = kappa
-        self.mean_prior = mean_prior
-        self.covariance_prior = covariance_prior
-        self.covariance_type = covariance_type
-        self.sampler = sampler
-        self.permutation_dp = permutation_dp
-        self.beam_tolerance = beam_tolerance
-        self.n_split_merge = n_split_merge
-        self.alpha_prior = alpha_prior
-        self.init = init
-        self.init_clusters = init_clusters
+        self._store_parameters(locals())
 
     # -- hooks ---------------------------------------------------------------
 
     def _prepare(self, X):
-        moves = self.sampler.split("+")
-        if moves == ["split-merge"] and self.n_split_merge == 0:
-            raise ValueError(
-                "sampler='split-merge' with n_split_merge=0 would never move; "
-                "set n_split_merge >= 1."
-            )
+        self._check_sampler()
         X = _validate_vectors(self, X, reset=True)
         d = X.shape[1]
         full = self.covariance_type == "full"
@@ -506,29 +463,6 @@ class DPGaussianClustering(BaseDPMixture):
             )
         return scaled
 
-    def _resolve_alpha_prior(self, n_samples):
-        if self.alpha_prior is None:
-            return None
-        prior = _as_real_vector(self.alpha_prior, "alpha_prior")
-        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
-            raise ValueError(
-                "alpha_prior must be None or (shape, rate), two positive numbers, "
-                f"got {self.alpha_prior!r}."
-            )
-        shape, rate = float(prior[0]), float(prior[1])
-        # A draw of alpha is Gamma(shape + K, rate + something >= 0), K <= N:
-        # it stays below about (shape + N) / rate, which must leave the DP's
-        # weights (log alpha, N + alpha) far from the double range's end.
-        with np.errstate(over="ignore"):
-            reach = (shape + n_samples) / rate
-        if not reach <= _MAX_ALPHA:
-            raise ValueError(
-                f"alpha_prior={self.alpha_prior!r} lets alpha reach about "
-                f"(shape + n_samples) / rate = {reach:g}, beyond {_MAX_ALPHA:g}: "
-                "its draws would overflow. Use a larger rate or a smaller shape."
-            )
-        return shape, rate
-
     def _model(self, n_max):
         mean_prior, covariance_prior = self._chain_priors
         return NIWModel(
@@ -579,26 +513,7 @@ class DPGaussianClustering(BaseDPMixture):
         )
 
     def _chain_factory(self, X):
-        # the prior and the data are read-only during sweeps: chains share them, and
-        # each chain runs on its own copy of the family's scratch
-        family = self._model(X.shape[0]).family(X)
-        moves = self.sampler.split("+")
-        # a partial, not a closure: it pickles, so that chains can run in other
-        # processes; the engine appends the bit generator
-        return partial(
-            CollapsedChain,
-            family,
-            float(self.alpha),
-            "gibbs" in moves,
-            self.n_split_merge if "split-merge" in moves else 0,
-            self._alpha_prior,
-            # more initial clusters than points would only size slot arrays
-            min(self.init_clusters, X.shape[0]),
-            permutation=self.permutation_dp if "permutation" in moves else None,
-            beam_tolerance=float(self.beam_tolerance),
-            burn_in=self.burn_in,
-            sequential_init=self.init == "sequential",
-        )
+        return self._collapsed_chain(self._model(X.shape[0]).family(X))
 
     def _check_new_data(self, X):
         return _validate_vectors(self, X, reset=False)
@@ -619,13 +534,6 @@ class DPGaussianClustering(BaseDPMixture):
         self.means_ = parameters[0]
         self.covariances_ = parameters[1]
 
-    def _draw_alpha(self, parameters):
-        """The concentration of one draw (sampled when ``alpha_prior`` is set)."""
-        return parameters[4]
-
-    def _extra_traces(self):
-        return ("alpha",) if self.alpha_prior is not None else ()
-
     def _sample_components(self, components, parameters, rng):
         means, _, factors, dfs = parameters[:4]
         n, d = len(components), means.shape[1]
@@ -645,8 +553,6 @@ class DPGaussianClustering(BaseDPMixture):
 # rescaled by a power of two (see DPGaussianClustering._prepare).
 _SCALE_RANGE = (2.0**-100, 2.0**100)
 _TINY = np.finfo(np.float64).tiny
-# The largest concentration alpha_prior may let the chains draw.
-_MAX_ALPHA = 1e300
 
 
 def _validate_vectors(estimator, X, *, reset):
@@ -725,13 +631,6 @@ def _check_data_scale(X, k):
         "with sklearn.preprocessing.StandardScaler; the clustering does not "
         "depend on the scale of X."
     )
-
-
-def _as_real_vector(value, name):
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must hold real numbers, got {value!r}.") from None
 
 
 def _student_t_log_density(X, means, factors, dfs, full):
