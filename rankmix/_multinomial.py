@@ -101,7 +101,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         G \\sim DP(\\alpha, \\mathrm{Dir}(a)), \\quad p_i \\sim G, \\quad
         x_i \\sim \\mathrm{Multinomial}(|x_i|, p_i),
 
-    the totals |x_i| given. A cluster of rows with counts c (total T) has the
+    the totals :math:`|x_i|` given. A cluster of rows with counts c (total T) has the
     marginal likelihood
 
     .. math::
@@ -112,7 +112,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     and a row's predictive in the cluster is the Dirichlet-multinomial with
     parameter a + c, a normalised distribution over the count vectors of the
-    row's total: ``score_samples`` is log p(x | |x|), the totals are not
+    row's total: ``score_samples`` is :math:`\\log p(x \\mid |x|)`, the totals are not
     modelled. An all-zero row has probability 1 (log 0) under every cluster,
     so it carries no information and is clustered by the CRP prior alone. A
     Gibbs scan costs O(nnz(X) K) table reads (see ``_multinomial_kernels``).
