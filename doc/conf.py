@@ -33,8 +33,9 @@ sys.path.insert(0, str(_DOC_DIR / "sphinxext"))
 # -- Data for the real-data examples ---------------------------------------------
 # The examples read real data from the data home, the folder named by
 # RANKMIX_DATA (rankmix.datasets.get_data_home): the fetchers download PrefLib
-# files into <data_home>/preflib/ the first time, and plot_jester.py reads
-# <data_home>/jester/jester5k_ratings.csv. When RANKMIX_DATA is not set and the
+# files into <data_home>/preflib/ the first time, plot_jester.py reads
+# <data_home>/jester/jester5k_ratings.csv and plot_ap_topics.py reads
+# <data_home>/ap/ap.dat and vocab.txt. When RANKMIX_DATA is not set and the
 # project's shared data folder is beside the clone (../shared/data, as in CI),
 # the build fills a data home of its own from it: every PrefLib file into
 # preflib/, every other file of shared/data/<name>/ into <name>/. Set
@@ -80,6 +81,15 @@ def _jester_ratings():
         raise OSError(f"No Jester ratings at {path}.")
 
 
+def _ap_corpus():
+    from rankmix.datasets import get_data_home
+
+    for name in ("ap.dat", "vocab.txt"):
+        path = Path(get_data_home(), "ap", name)
+        if not path.is_file():
+            raise OSError(f"No AP corpus file at {path}.")
+
+
 def _irish_ballots():
     from rankmix.datasets import fetch_irish
 
@@ -100,6 +110,10 @@ _EXAMPLE_DATA = {
     ),
     "rankings/plot_sushi.py": ("Kamishima's sushi rankings (PrefLib)", _sushi_rankings),
     "rankings/plot_jester.py": ("The Jester5k joke ratings", _jester_ratings),
+    "counts/plot_ap_topics.py": (
+        "The AP articles of lda-c (ap.dat, vocab.txt)",
+        _ap_corpus,
+    ),
 }
 # The examples of _EXAMPLE_DATA that this build does not run, with the reason.
 _SKIPPED = {}
@@ -264,6 +278,7 @@ sphinx_gallery_conf = {
         "../examples/getting_started",
         "../examples/rankings",
         "../examples/vectors",
+        "../examples/counts",
         "../examples/model_selection",
     ],
     "within_subsection_order": "gallery_order.ExampleOrder",
@@ -309,6 +324,7 @@ else:
     html_sidebars = {
         "install": [],
         "user_guide": [],
+        "developer_notes": [],
         "cli": [],
         "glossary": [],
     }

@@ -23,6 +23,8 @@ ORDER = [
     "plot_gaussian_vs_sklearn.py",
     "plot_digits.py",
     "plot_burn_in.py",
+    # counts
+    "plot_ap_topics.py",
     # model selection
     "plot_grid_search.py",
     "plot_heldout_likelihood.py",
