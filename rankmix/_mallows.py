@@ -90,7 +90,13 @@ class DPMallowsClustering(BaseDPMixture):
     central_rankings_ : ndarray of shape (`n_clusters_`, `n_items_`)
         Central ranking sigma of each cluster (best first), in the same draw.
     thetas_ : ndarray of shape (`n_clusters_`, t_max)
-        Dispersion theta_j of each cluster and rank, in the same draw.
+        Dispersion theta_j of each cluster and rank, in the same draw. When the
+        training data hold full rankings (t_max = `n_items_`), the last column
+        is NaN: at the last rank a single item remains, every ranking agrees
+        on it whatever theta is, so the data say nothing of that theta (its
+        draw is the prior's, or for beta-gibbs an artefact of the Beta
+        approximation, about log of the cluster size) and it must not be read
+        as strong agreement.
     label_samples_ : ndarray of shape (n_draws, n_samples)
         Every kept draw of the clustering, chains stacked; clusters are numbered by
         first appearance within each draw.
@@ -324,6 +330,12 @@ class DPMallowsClustering(BaseDPMixture):
     def _describe_clusters(self, parameters):
         sigmas, thetas, _ = parameters
         self.central_rankings_ = sigmas
+        thetas = np.array(thetas, dtype=np.float64)
+        # Stage n - 1 of a full ranking has one item left and code 0 whatever
+        # theta is: its likelihood is constant, so its draw carries no
+        # information (see thetas_ in the class docstring). The draws used by
+        # sample and score_samples keep their value, which cancels there.
+        thetas[:, self.n_items_ - 1 :] = np.nan
         self.thetas_ = thetas
 
     def _sample_components(self, components, parameters, rng):

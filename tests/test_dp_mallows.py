@@ -149,6 +149,25 @@ def test_fitted_attributes_are_consistent():
     assert_array_equal(proba.argmax(axis=1), model.predict(X))
 
 
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_last_theta_of_full_rankings_is_nan(sampler):
+    # At the last rank of a full ranking one item remains: no information.
+    X, _, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=30, n_items=5, t=5, random_state=0
+    )
+    model = DPMallowsClustering(
+        sampler=sampler, n_iter=10, burn_in=5, n_chains=1, random_state=0
+    ).fit(X)
+    assert model.thetas_.shape == (model.n_clusters_, 5)
+    assert np.all(np.isnan(model.thetas_[:, 4]))
+    assert np.all(np.isfinite(model.thetas_[:, :4]))
+    assert np.all(np.isfinite(model.score_samples(X)))
+    assert model.sample(5, random_state=0)[0].shape == (5, 5)
+    # top-4 rankings of 5 items keep every theta
+    model.fit(X[:, :4])
+    assert np.all(np.isfinite(model.thetas_))
+
+
 def test_sample_draws_rankings_from_the_fitted_mixture():
     X, _, _ = make_mallows_mixture(
         n_clusters=2, n_per_cluster=40, n_items=6, t=[0.5, 0.0, 0.5], random_state=2

@@ -424,7 +424,8 @@ def test_prior_at_the_edges_of_its_range_gives_finite_traces(nu, r, sampler):
     X = RANKINGS + [[0, 1, 2]] * 3
     model = DPMallowsClustering(nu=nu, r=r, sampler=sampler, **SHORT).fit(X)
     assert np.all(np.isfinite(model.trace_["log_joint"]))
-    assert np.all(np.isfinite(model.thetas_))
+    # The last stage of the full rankings [0, 1, 2] is NaN by design.
+    assert np.all(np.isfinite(model.thetas_[:, :2]))
     assert np.all(np.isfinite(model.score_samples(X)))
 
 
