@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._diagnostics import convergence_summary
 from ._engine import n_kept_draws, run_chains
 from ._sklearn_compat import Interval, _fit_context
 
@@ -180,6 +181,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 raise self._numerical_failure(f"the trace of {name} is not finite")
         self.label_samples_ = posterior.label_samples
         self.trace_ = posterior.trace
+        self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
         self.n_iter_ = self.n_iter
         self._draws = posterior.parameters
         best = posterior.parameters[posterior.best_draw]

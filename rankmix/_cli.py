@@ -29,7 +29,7 @@ from ._cli_common import (
 from ._cli_read import is_preflib, parse_delimiter, read_rankings
 from ._demo import add_parser as add_demo_parser
 from ._demo import run_demo
-from ._engine import RHAT_THRESHOLD, rhat
+from ._diagnostics import RHAT_THRESHOLD, rhat
 from ._mallows import DPMallowsClustering
 
 SAMPLERS = ("beta-gibbs", "slice-gibbs")

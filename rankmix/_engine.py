@@ -20,14 +20,10 @@ models they hold pickle.
 """
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy.special import ndtri
-from scipy.stats import rankdata
-from sklearn.exceptions import ConvergenceWarning
 
 try:  # an optional progress bar for verbose=1
     from tqdm.auto import tqdm
@@ -35,11 +31,8 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching in the tes
     tqdm = None
 
 from ._consensus import vi_consensus
+from ._diagnostics import warn_if_chains_disagree
 from ._rng import spawn_bit_generators
-
-# R-hat of the log joint above this means the chains disagree (Vehtari et al. 2021
-# recommend 1.01 for final inference; 1.1 flags clear disagreement only).
-RHAT_THRESHOLD = 1.1
 
 
 @dataclass
@@ -131,7 +124,7 @@ def run_chains(
         for name in results[0].trace
     }
     best_draw = vi_consensus(label_samples)
-    _warn_if_chains_disagree(trace["log_joint"][:, burn_in:])
+    warn_if_chains_disagree(trace["log_joint"][:, burn_in:])
     return Posterior(label_samples, parameters, trace, best_draw)
 
 
@@ -171,72 +164,6 @@ def _smallest_label_dtype(max_label):
 def n_kept_draws(n_iter, burn_in, thin):
     """Number of draws one chain keeps."""
     return len(range(burn_in, n_iter, thin))
-
-
-def rhat(draws):
-    """Rank-normalised split R-hat of a scalar across chains (Vehtari et al. 2021).
-
-    The statistic ArviZ reports (``arviz.rhat(..., method="rank")``), computed here
-    so that the convergence warning needs no optional dependency; a test checks
-    that the two agree.
-
-    Parameters
-    ----------
-    draws : ndarray of shape (n_chains, n_draws)
-
-    Returns
-    -------
-    rhat : float
-        NaN when there are fewer than 4 draws per chain.
-
-    Notes
-    -----
-    Each chain is cut in halves, which then count as chains. The draws are
-    replaced by normal scores of their pooled ranks, z = Phi^{-1}((r - 3/8) /
-    (S + 1/4)), and the classic R-hat sqrt(((n - 1) / n W + B / n) / W) (W the
-    mean within-half variance, B / n the variance of the half means) is taken
-    of z ("bulk") and of the normal scores of |x - median(x)| ("tail"). R-hat
-    is the larger. Ranks make it robust to heavy tails and to the ties of a
-    discrete trace such as the number of clusters.
-    """
-    draws = np.asarray(draws, dtype=np.float64)
-    half = draws.shape[1] // 2
-    if half < 2:
-        return np.nan
-    halves = np.concatenate([draws[:, :half], draws[:, -half:]])
-    folded = np.abs(halves - np.median(halves))
-    return max(
-        _classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded))
-    )
-
-
-def _normal_scores(x):
-    ranks = rankdata(x, axis=None).reshape(x.shape)
-    return ndtri((ranks - 0.375) / (x.size + 0.25))
-
-
-def _classic_rhat(x):
-    n = x.shape[1]
-    within = x.var(axis=1, ddof=1).mean()
-    between = n * x.mean(axis=1).var(ddof=1)
-    if within == 0:
-        return 1.0 if between == 0 else np.inf
-    return float(np.sqrt(((n - 1) / n * within + between / n) / within))
-
-
-def _warn_if_chains_disagree(log_joint):
-    if log_joint.shape[0] < 2:
-        return
-    value = rhat(log_joint)
-    if value > RHAT_THRESHOLD:
-        warnings.warn(
-            f"The chains disagree: R-hat of the log joint after burn-in is "
-            f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
-            "in different modes. Increase n_iter and burn_in, or try another "
-            "sampler; inspect trace_ to see where the chains part.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
 
 
 class _Progress:

@@ -157,6 +157,12 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         ``"n_clusters"`` and ``"log_joint"`` (log p(c, X), means and covariances
         integrated out, constants included; plus log p(alpha) when alpha is
         sampled) after every sweep, and ``"alpha"`` when ``alpha_prior`` is set.
+    rhat_ : dict of float
+        Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
+        ``trace_`` after burn-in, across chains; above 1.01 the chains have not
+        mixed for final inference (a ConvergenceWarning flags log joint > 1.1).
+    ess_ : dict of float
+        Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
         Sweeps run per chain.
     mean_prior_ : ndarray of shape (n_features,)

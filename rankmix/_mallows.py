@@ -103,6 +103,12 @@ class DPMallowsClustering(BaseDPMixture):
     trace_ : dict of ndarray of shape (n_chains, n_iter)
         ``"n_clusters"`` and ``"log_joint"`` (log p(c, sigma, theta, X), constants
         included) after every sweep.
+    rhat_ : dict of float
+        Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
+        ``trace_`` after burn-in, across chains; above 1.01 the chains have not
+        mixed for final inference (a ConvergenceWarning flags log joint > 1.1).
+    ess_ : dict of float
+        Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
         Sweeps run per chain.
     n_items_ : int

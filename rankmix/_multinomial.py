@@ -81,6 +81,12 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         ``"n_clusters"``, ``"log_joint"`` (log p(c, X), probabilities integrated
         out, multinomial coefficients included) and, with ``alpha_prior``,
         ``"alpha"``.
+    rhat_ : dict of float
+        Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
+        ``trace_`` after burn-in, across chains; above 1.01 the chains have not
+        mixed for final inference (a ConvergenceWarning flags log joint > 1.1).
+    ess_ : dict of float
+        Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
         Sweeps run per chain.
     dirichlet_prior_ : ndarray of shape (n_features,)

@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 
 from rankmix import DPGaussianClustering, DPMallowsClustering, _engine
-from rankmix._engine import rhat
+from rankmix._diagnostics import ess, rhat
 
 from .test_dp_mallows import TINY_X
 
@@ -152,3 +152,51 @@ def test_chains_run_unchanged_on_a_process_backend(Estimator, X):
     with joblib.parallel_config(backend="loky", n_jobs=2):
         model = fit(Estimator, X, n_chains=2)
     assert_array_equal(model.label_samples_, expected)
+
+
+def _autoregressive(phi, n_chains, n_draws, rng):
+    x = np.zeros((n_chains, n_draws))
+    noise = rng.normal(size=(n_chains, n_draws))
+    for t in range(1, n_draws):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    return x
+
+
+def test_ess_equals_arviz_bulk_ess():
+    az = pytest.importorskip("arviz")
+    rng = np.random.default_rng(2)
+    for draws in (
+        rng.normal(size=(4, 1000)),  # about the number of draws
+        _autoregressive(0.9, 2, 300, rng),  # about 300 * 0.1 / 1.9 per chain
+        _autoregressive(0.99, 2, 50, rng),  # the positive sequence ends early
+        _autoregressive(-0.5, 3, 40, rng),  # antithetic: more than the draws
+        rng.poisson(2.0, size=(2, 60)).astype(float),  # ties, as n_clusters
+        rng.normal(size=(1, 9)),  # one chain, the lags run out
+    ):
+        expected = float(az.ess(az.convert_to_dataset(draws), method="bulk").x)
+        assert_allclose(ess(draws), expected, rtol=1e-10)
+    assert ess(np.zeros((2, 10))) == 20.0
+    assert np.isnan(ess(np.zeros((2, 3))))
+
+
+def test_ess_is_near_the_number_of_draws_for_iid_and_small_for_sticky_chains():
+    rng = np.random.default_rng(3)
+    assert 3000 < ess(rng.normal(size=(4, 1000))) < 5000
+    assert ess(_autoregressive(0.95, 4, 1000, rng)) < 200
+
+
+@pytest.mark.parametrize(
+    "Estimator, X, params",
+    [
+        (DPMallowsClustering, TINY_X, {}),
+        (DPGaussianClustering, VECTORS, {"alpha_prior": (1.0, 1.0)}),
+    ],
+)
+def test_rhat_and_ess_are_fitted_attributes(Estimator, X, params):
+    model = fit(Estimator, X, n_chains=2, **params)
+    assert set(model.rhat_) == set(model.ess_) == set(model.trace_)
+    for name, values in model.trace_.items():
+        kept = values[:, model.burn_in :]
+        assert_array_equal(model.rhat_[name], rhat(kept))  # NaN for constant alpha
+        assert_array_equal(model.ess_[name], ess(kept))
+        assert np.isfinite(model.ess_[name])
