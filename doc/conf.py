@@ -325,6 +325,7 @@ else:
         "install": [],
         "user_guide": [],
         "developer_notes": [],
+        "coming_from_r": [],
         "cli": [],
         "glossary": [],
     }
