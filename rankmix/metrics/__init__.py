@@ -5,11 +5,21 @@ Meila (2007), a distance between two clusterings in nats (lower is better).
 :data:`vi_scorer` wraps it for scikit-learn model selection and returns
 ``-variation_of_information(y, estimator.predict(X))``, so that greater is
 better, like scikit-learn's ``neg_*`` scorers.
+
+:func:`minimize_expected_loss` finds the clustering of least posterior
+expected VI (or Binder's loss) given posterior draws, and
+:func:`expected_loss` scores a clustering against the draws.
 """
 
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._clustering import variation_of_information, vi_scorer
+from ._point_estimate import expected_loss, minimize_expected_loss
 
-__all__ = ["variation_of_information", "vi_scorer"]
+__all__ = [
+    "expected_loss",
+    "minimize_expected_loss",
+    "variation_of_information",
+    "vi_scorer",
+]

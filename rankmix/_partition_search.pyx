@@ -1,0 +1,300 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Compiled search for the clustering of least posterior expected loss.
+
+Given draws ``c_1..c_M`` of a clustering (distinct ones, with weights ``w_m``),
+the expected loss of a clustering ``c`` of the same ``N`` points is
+
+    E[L(c)] = sum_m w_m L(c, c_m) / W,   W = sum_m w_m.
+
+For both losses here, L depends on the contingency table n_kl of ``c`` against
+``c_m`` (cluster sizes n_k of c, m_l of c_m) through one function g:
+
+    L(c, c_m) * Z = sum_k g(n_k) + sum_l g(m_l) - 2 sum_kl g(n_kl),
+
+* variation of information (Meila 2007): g(x) = x log x, Z = N (nats);
+* Binder's loss with equal costs: g(x) = x (x - 1) / 2, Z = 1 (the number of
+  pairs of points that one clustering puts together and the other apart).
+
+So moving a point into cluster b changes the expected loss by
+dg(n_b) - 2 sum_m w_m dg(n^m_{b, l_m}) / W, with dg(x) = g(x + 1) - g(x) and
+l_m the point's cluster in draw m: O(M) per candidate cluster, with one count
+table per distinct draw. The search is SALSO's (Dahl, Johnson & Mueller 2022):
+sequential allocation of the points in a random order, each to its best cluster
+(an existing one or a new one) given the points placed so far, then sweeps of
+single-point reassignment until no point moves, and "zealous" updates that
+dissolve a whole cluster and deal its points anew (which can merge clusters,
+as single-point moves cannot); several runs, and the best one kept. Each step never increases the loss of the points it considers, but the
+search is greedy: it finds a local minimum, not always the global one.
+"""
+
+import numpy as np
+
+from libc.math cimport log
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memset
+
+ctypedef Py_ssize_t intp_t
+ctypedef int int32_t
+
+# Relative gain below which a move is not made: keeps float round-off from
+# making two equally good clusters trade a point back and forth.
+cdef double TOLERANCE = 1e-12
+
+
+cdef struct Search:
+    intp_t n_points, n_draws, capacity
+    const int32_t* codes      # (n_draws, n_points) the draws, codes 0..L_m - 1
+    const intp_t* n_labels    # (n_draws,) L_m
+    const double* weight      # (n_draws,) w_m / W
+    double* dg                # (n_points + 1,) g(x + 1) - g(x)
+    double* g                 # (n_points + 1,) g(x)
+    intp_t* offset            # (n_draws,) start of draw m's table
+    # Draw m's table is (L_m, capacity): the counts n^m_{k, l} of a point's
+    # cluster l in draw m are contiguous over the candidate clusters k.
+    int32_t* table
+    intp_t* size              # (capacity,) n_k
+    double* cost              # (capacity,) scratch
+    char* seen                # (capacity,) scratch
+    intp_t* targets           # (capacity,) scratch
+    int32_t* members          # (n_points,) scratch
+    int32_t* label            # (n_points,) current cluster, -1 if not placed
+
+
+cdef inline int32_t* _row(Search* s, intp_t m, intp_t point) noexcept nogil:
+    """Draw m's counts, over the clusters k, of the point's cluster in draw m."""
+    return s.table + s.offset[m] + s.codes[m * s.n_points + point] * s.capacity
+
+
+cdef inline void _place(Search* s, intp_t point, intp_t k, int change) noexcept nogil:
+    """Add (change = 1) or remove (change = -1) a point to cluster k's counts."""
+    cdef intp_t m
+    s.size[k] += change
+    for m in range(s.n_draws):
+        _row(s, m, point)[k] += change
+
+
+cdef intp_t _best_cluster(Search* s, intp_t point, intp_t current) noexcept nogil:
+    """The cluster of least cost for an unplaced point: `current` unless beaten.
+
+    The cost of cluster k is the change of the scaled expected loss when the
+    point joins it. Candidates are the occupied clusters and the first empty
+    slot (a new cluster), if any. ``current`` is -1 for a point never placed.
+    """
+    cdef intp_t k, m, best = current, empty = -1
+    cdef double best_cost = 0.0, scale, twice_weight
+    cdef int32_t* row
+    for k in range(s.capacity):
+        s.cost[k] = s.dg[s.size[k]]
+    for m in range(s.n_draws):
+        row = _row(s, m, point)
+        twice_weight = 2.0 * s.weight[m]
+        for k in range(s.capacity):
+            s.cost[k] -= twice_weight * s.dg[row[k]]
+    if current >= 0:
+        best_cost = s.cost[current]
+    for k in range(s.capacity):
+        if k == current:
+            continue
+        if s.size[k] == 0:
+            if empty >= 0:
+                continue
+            empty = k
+        scale = TOLERANCE * (1.0 + (s.cost[k] if s.cost[k] > 0 else -s.cost[k]))
+        if best < 0 or s.cost[k] < best_cost - scale:
+            best, best_cost = k, s.cost[k]
+    return best
+
+
+cdef double _scaled_loss(Search* s) noexcept nogil:
+    """sum_k g(n_k) + sum_m w_m (sum_l g(m_l) - 2 sum_kl g(n_kl))."""
+    cdef intp_t k, m, l, cluster_size
+    cdef double total = 0.0, draw_part
+    cdef int32_t* row
+    for k in range(s.capacity):
+        total += s.g[s.size[k]]
+    for m in range(s.n_draws):
+        draw_part = 0.0
+        for l in range(s.n_labels[m]):
+            row = s.table + s.offset[m] + l * s.capacity
+            cluster_size = 0
+            for k in range(s.capacity):
+                cluster_size += row[k]
+                draw_part -= 2.0 * s.g[row[k]]
+            draw_part += s.g[cluster_size]
+        total += s.weight[m] * draw_part
+    return total
+
+
+cdef bint _sweep(Search* s, const int32_t* order) noexcept nogil:
+    """Move every point, in ``order``, to its best cluster; whether one moved."""
+    cdef intp_t i, p, k
+    cdef bint moved = False
+    for i in range(s.n_points):
+        p = order[i]
+        k = s.label[p]
+        _place(s, p, k, -1)
+        k = _best_cluster(s, p, k)
+        if k != s.label[p]:
+            moved = True
+            s.label[p] = <int32_t> k
+        _place(s, p, k, 1)
+    return moved
+
+
+cdef bint _dissolve_clusters(Search* s, const int32_t* order) noexcept nogil:
+    """SALSO's zealous update: empty each cluster and deal its points anew.
+
+    The clusters are taken in order of first appearance along ``order``. The
+    points of one are removed, then placed one at a time, in ``order``, each in
+    its best cluster (possibly a new one). The result is kept when it lowers
+    the expected loss, undone otherwise. Single-point moves cannot merge two
+    clusters (the first point to leave would raise the loss); this can.
+    Returns whether a dissolution was kept.
+    """
+    cdef intp_t i, j, p, k, n_targets = 0, n_members
+    cdef double before, after
+    cdef bint improved = False
+    for k in range(s.capacity):
+        s.seen[k] = 0
+    for i in range(s.n_points):
+        k = s.label[order[i]]
+        if not s.seen[k]:
+            s.seen[k] = 1
+            s.targets[n_targets] = k
+            n_targets += 1
+    for j in range(n_targets):
+        k = s.targets[j]
+        if s.size[k] == 0:
+            continue
+        before = _scaled_loss(s)
+        n_members = 0
+        for i in range(s.n_points):
+            p = order[i]
+            if s.label[p] == k:
+                s.members[n_members] = <int32_t> p
+                n_members += 1
+                _place(s, p, k, -1)
+                s.label[p] = -1
+        for i in range(n_members):
+            p = s.members[i]
+            s.label[p] = <int32_t> _best_cluster(s, p, -1)
+            _place(s, p, s.label[p], 1)
+        after = _scaled_loss(s)
+        if after < before - TOLERANCE * (1.0 + (before if before > 0 else -before)):
+            improved = True
+            continue
+        for i in range(n_members):
+            p = s.members[i]
+            _place(s, p, s.label[p], -1)
+            s.label[p] = <int32_t> k
+            _place(s, p, k, 1)
+    return improved
+
+
+cdef void _run(
+    Search* s, const int32_t* order, const int32_t* start, intp_t max_sweeps
+) noexcept nogil:
+    """One run: place the points (from `start`, or sequentially), then improve.
+
+    Sweeps of single-point moves until none moves; then one pass of cluster
+    dissolutions, and sweeps again if it helped; ``max_sweeps`` passes in all.
+    """
+    cdef intp_t i, p, k, sweep, table_size = s.offset[s.n_draws - 1] + (
+        s.capacity * s.n_labels[s.n_draws - 1])
+    memset(s.table, 0, table_size * sizeof(int32_t))
+    memset(s.size, 0, s.capacity * sizeof(intp_t))
+    for p in range(s.n_points):
+        s.label[p] = -1
+    for i in range(s.n_points):
+        p = order[i]
+        k = start[p] if start != NULL else _best_cluster(s, p, -1)
+        s.label[p] = <int32_t> k
+        _place(s, p, k, 1)
+    for sweep in range(max_sweeps):
+        if not _sweep(s, order) and not _dissolve_clusters(s, order):
+            break
+
+
+def search_partition(
+    const int32_t[:, ::1] codes,
+    const intp_t[::1] n_labels,
+    const double[::1] weights,
+    const int32_t[:, ::1] orders,
+    const int32_t[::1] start,
+    bint binder,
+    intp_t capacity,
+    intp_t max_sweeps,
+):
+    """Least-expected-loss clustering over the runs; see the module docstring.
+
+    ``codes`` (M, N): distinct draws coded 0..L_m - 1; ``weights`` (M,) sum to
+    one; ``orders`` (R, N): a permutation of the points per run; ``start``
+    (N,) or None: the clustering an extra first run starts its sweeps from
+    (codes below ``capacity``). Returns ``(labels, scaled_loss)``, the loss
+    times N for VI. The caller validates every argument.
+    """
+    cdef Search s
+    cdef intp_t m, x, run, n_runs = orders.shape[0], total = 0
+    cdef intp_t n_points = codes.shape[1]
+    cdef double loss, best_loss = 0.0
+    cdef bint has_start = start is not None
+    cdef const int32_t* start_pointer = &start[0] if has_start else NULL
+    best = np.zeros(n_points, dtype=np.int32)
+    cdef int32_t[::1] best_view = best
+    s.n_points = n_points
+    s.n_draws = codes.shape[0]
+    s.capacity = capacity
+    s.codes = &codes[0, 0]
+    s.n_labels = &n_labels[0]
+    s.weight = &weights[0]
+    s.offset = <intp_t*> malloc(s.n_draws * sizeof(intp_t))
+    s.g = <double*> malloc((n_points + 1) * sizeof(double))
+    s.dg = <double*> malloc((n_points + 1) * sizeof(double))
+    s.size = <intp_t*> malloc(capacity * sizeof(intp_t))
+    s.label = <int32_t*> malloc(n_points * sizeof(int32_t))
+    s.cost = <double*> malloc(capacity * sizeof(double))
+    s.seen = <char*> malloc(capacity * sizeof(char))
+    s.targets = <intp_t*> malloc(capacity * sizeof(intp_t))
+    s.members = <int32_t*> malloc(n_points * sizeof(int32_t))
+    for m in range(s.n_draws):
+        total += capacity * n_labels[m]
+    s.table = <int32_t*> calloc(total, sizeof(int32_t))
+    try:
+        if (s.offset == NULL or s.g == NULL or s.dg == NULL or s.size == NULL
+                or s.label == NULL or s.table == NULL or s.cost == NULL
+                or s.seen == NULL or s.targets == NULL or s.members == NULL):
+            raise MemoryError()
+        with nogil:
+            total = 0
+            for m in range(s.n_draws):
+                s.offset[m] = total
+                total += capacity * n_labels[m]
+            s.g[0] = 0.0
+            for x in range(1, n_points + 1):
+                s.g[x] = x * (x - 1) / 2.0 if binder else x * log(<double> x)
+            for x in range(n_points):
+                s.dg[x] = s.g[x + 1] - s.g[x]
+            s.dg[n_points] = 0.0  # never read: a cluster holds at most N - 1 others
+            for run in range(-1, n_runs):
+                if run < 0 and not has_start:
+                    continue
+                _run(&s, &orders[0 if run < 0 else run, 0],
+                     start_pointer if run < 0 else NULL, max_sweeps)
+                loss = _scaled_loss(&s)
+                if run == -1 or (run == 0 and not has_start) or loss < best_loss:
+                    best_loss = loss
+                    for x in range(n_points):
+                        best_view[x] = s.label[x]
+    finally:
+        free(s.offset)
+        free(s.g)
+        free(s.dg)
+        free(s.size)
+        free(s.label)
+        free(s.table)
+        free(s.cost)
+        free(s.seen)
+        free(s.targets)
+        free(s.members)
+    return best, best_loss

@@ -1,0 +1,149 @@
+"""The clustering of least posterior expected loss (VI, Binder), against brute force."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from rankmix import DPGaussianClustering
+from rankmix.metrics import (
+    expected_loss,
+    minimize_expected_loss,
+    variation_of_information,
+)
+
+from ._dp_reference import canonical_labels, set_partitions
+
+
+def _binder(u, v):
+    """Pairs of points that one clustering puts together and the other apart."""
+    u, v = np.asarray(u), np.asarray(v)
+    together_u = u[:, None] == u[None, :]
+    together_v = v[:, None] == v[None, :]
+    return int(np.triu(together_u != together_v, 1).sum())
+
+
+LOSSES = {"vi": variation_of_information, "binder": _binder}
+
+
+def _reference_loss(labels, draws, loss):
+    return float(np.mean([LOSSES[loss](draw, labels) for draw in draws]))
+
+
+def _random_draws(rng, n_draws, n_samples, n_clusters):
+    """Draws scattered around a random clustering: a few points relabelled each."""
+    centre = rng.integers(n_clusters, size=n_samples)
+    draws = np.tile(centre, (n_draws, 1))
+    for draw in draws:
+        moved = rng.random(n_samples) < 0.3
+        draw[moved] = rng.integers(n_clusters + 1, size=moved.sum())
+    return draws
+
+
+@pytest.mark.parametrize("loss", ["vi", "binder"])
+def test_expected_loss_is_the_mean_loss_to_the_draws(loss):
+    rng = np.random.default_rng(0)
+    draws = _random_draws(rng, 25, 12, 3)
+    for labels in (draws[0], rng.integers(4, size=12), np.zeros(12, int)):
+        assert_allclose(
+            expected_loss(labels, draws, loss=loss),
+            _reference_loss(labels, draws, loss),
+            rtol=1e-12,
+            atol=1e-12,
+        )
+
+
+@pytest.mark.parametrize("loss", ["vi", "binder"])
+@pytest.mark.parametrize("seed", range(6))
+def test_search_finds_the_minimum_over_all_clusterings(loss, seed):
+    # Every set partition of 7 points (Bell(7) = 877) scored by brute force,
+    # with expected_loss (checked against the plain losses above).
+    rng = np.random.default_rng(seed)
+    draws = _random_draws(rng, 20, 7, 1 + seed % 3)
+    best = min(
+        expected_loss(partition, draws, loss=loss) for partition in set_partitions(7)
+    )
+    found = minimize_expected_loss(draws, loss=loss, random_state=seed)
+    assert_allclose(_reference_loss(found, draws, loss), best, rtol=1e-10, atol=1e-12)
+    assert tuple(found) == canonical_labels(found)
+
+
+def test_the_result_need_not_be_a_draw_and_beats_the_best_draw():
+    # Each draw splits off a different point; the least-VI clustering keeps
+    # them all together, which no draw does.
+    draws = np.zeros((6, 6), dtype=int)
+    draws[np.arange(6), np.arange(6)] = 1
+    found = minimize_expected_loss(draws, random_state=0)
+    assert_array_equal(found, np.zeros(6))
+    best_draw = min(expected_loss(draw, draws) for draw in draws)
+    assert expected_loss(found, draws) < best_draw
+
+
+def test_start_is_never_made_worse_and_the_seed_fixes_the_result():
+    rng = np.random.default_rng(1)
+    draws = _random_draws(rng, 40, 60, 4)
+    start = draws[3]
+    found = minimize_expected_loss(draws, n_runs=0, start=start)
+    assert expected_loss(found, draws) <= expected_loss(start, draws) + 1e-12
+    again = minimize_expected_loss(draws, random_state=5)
+    assert_array_equal(again, minimize_expected_loss(draws, random_state=5))
+    # labels are numbered by first appearance, whatever the draws' labels
+    shifted = minimize_expected_loss(draws * 7 + 3, random_state=5)
+    assert_array_equal(shifted, again)
+
+
+def test_max_clusters_bounds_the_result():
+    draws = np.tile(np.arange(8), (3, 1))
+    assert len(np.unique(minimize_expected_loss(draws, random_state=0))) == 8
+    found = minimize_expected_loss(draws, max_clusters=3, random_state=0)
+    assert len(np.unique(found)) <= 3
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fitted_draws_give_a_point_estimate_no_worse_than_labels_():
+    X = np.concatenate(
+        [np.random.default_rng(0).normal(c, 1.0, (40, 2)) for c in (-4, 0, 4)]
+    )
+    model = DPGaussianClustering(n_iter=30, burn_in=10, n_chains=2, random_state=0).fit(
+        X
+    )
+    found = minimize_expected_loss(
+        model.label_samples_, start=model.labels_, random_state=0
+    )
+    draws = model.label_samples_
+    assert expected_loss(found, draws) <= expected_loss(model.labels_, draws)
+
+
+def test_edge_cases():
+    assert minimize_expected_loss(np.zeros((3, 0), int)).shape == (0,)
+    assert_array_equal(minimize_expected_loss([[0, 0, 0]]), [0, 0, 0])
+    assert_array_equal(minimize_expected_loss([[4, 2, 9]]), [0, 1, 2])
+    assert expected_loss(np.zeros(0, int), np.zeros((2, 0), int)) == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"loss": "l2"}, "loss must be one of"),
+        ({"n_runs": -1}, "n_runs must be at least 0"),
+        ({"n_runs": 0}, "n_runs must be at least 1 when start is None"),
+        ({"n_runs": 2.5}, "n_runs must be an integer"),
+        ({"max_clusters": 0}, "max_clusters must be at least 1"),
+        ({"max_sweeps": True}, "max_sweeps must be an integer"),
+        ({"start": [0, 1]}, "start has 2 labels, but label_samples has 3"),
+        ({"start": [0, -1, 2]}, "non-negative"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        minimize_expected_loss([[0, 1, 1], [0, 0, 1]], **kwargs)
+
+
+def test_bad_draws_are_refused():
+    with pytest.raises(ValueError, match="2-D"):
+        minimize_expected_loss([0, 1])
+    with pytest.raises(ValueError, match="integer labels"):
+        minimize_expected_loss([[0.5, 1.0]])
+    with pytest.raises(ValueError, match="labels has 2 entries"):
+        expected_loss([0, 1], [[0, 1, 1]])
+    with pytest.raises(ValueError, match="loss must be one of"):
+        expected_loss([0, 1], [[0, 1]], loss="l2")
