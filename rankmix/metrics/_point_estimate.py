@@ -200,7 +200,7 @@ def expected_loss(labels, label_samples, *, loss="vi"):
     for weight, draw in zip(weights, codes[first].astype(np.int64)):
         joint = np.bincount(own * (draw.max() + 1) + draw)
         total += weight * (own_part + g(np.bincount(draw)) - 2 * g(joint))
-    return total / n if loss == "vi" else total
+    return float(total / n if loss == "vi" else total)
 
 
 def _check_count(value, name, *, low):
