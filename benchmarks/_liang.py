@@ -11,6 +11,13 @@ import numpy as np
 from scipy.special import gammaln
 
 MEAN_VARIANCE = 2.0
+# The four samplers of Liang et al.'s Figure 3.
+SAMPLERS = (
+    "gibbs",
+    "gibbs+split-merge",
+    "gibbs+permutation",
+    "gibbs+split-merge+permutation",
+)
 
 
 def make_data(d, n_clusters, n_samples, seed):

@@ -48,18 +48,12 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _liang import chain_factory, log_joint, make_data  # noqa: E402
+from _liang import SAMPLERS, chain_factory, log_joint, make_data  # noqa: E402
 from _machine import print_machine  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from rankmix import DPGaussianClustering  # noqa: E402
 
-SAMPLERS = (
-    "gibbs",
-    "gibbs+split-merge",
-    "gibbs+permutation",
-    "gibbs+split-merge+permutation",
-)
 STARTS = ("one", "random", "many", "sequential")
 D, K = 40, 40
 

@@ -72,18 +72,12 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _liang import chain_factory  # noqa: E402
+from _liang import SAMPLERS, chain_factory  # noqa: E402
 from _machine import print_machine  # noqa: E402
 
 from rankmix import DPMultinomialClustering  # noqa: E402
 from rankmix.datasets import load_lda_c  # noqa: E402
 
-SAMPLERS = (
-    "gibbs",
-    "gibbs+split-merge",
-    "gibbs+permutation",
-    "gibbs+split-merge+permutation",
-)
 STARTS = ("sequential", "one")
 MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 500)
 # The project's shared data folder, beside the clone (as in CI).
