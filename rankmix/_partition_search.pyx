@@ -31,8 +31,11 @@ search is greedy: it finds a local minimum, not always the global one.
 import numpy as np
 
 from libc.math cimport log
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memset
+from cython.parallel cimport parallel, prange
+
+from ._openmp cimport max_threads
 
 ctypedef Py_ssize_t intp_t
 ctypedef int int32_t
@@ -216,11 +219,42 @@ cdef void _run(
             break
 
 
+cdef Search* _workspace(const Search* shared, intp_t table_size) noexcept nogil:
+    """A copy of ``shared`` with scratch of its own, for one thread; NULL if no memory."""
+    cdef Search* w = <Search*> malloc(sizeof(Search))
+    if w == NULL:
+        return NULL
+    w[0] = shared[0]
+    w.table = <int32_t*> malloc(table_size * sizeof(int32_t))
+    w.size = <intp_t*> malloc(w.capacity * sizeof(intp_t))
+    w.cost = <double*> malloc(w.capacity * sizeof(double))
+    w.seen = <char*> malloc(w.capacity * sizeof(char))
+    w.targets = <intp_t*> malloc(w.capacity * sizeof(intp_t))
+    w.members = <int32_t*> malloc(w.n_points * sizeof(int32_t))
+    if (w.table == NULL or w.size == NULL or w.cost == NULL or w.seen == NULL
+            or w.targets == NULL or w.members == NULL):
+        _free_workspace(w)
+        return NULL
+    return w
+
+
+cdef void _free_workspace(Search* w) noexcept nogil:
+    if w != NULL:
+        free(w.table)
+        free(w.size)
+        free(w.cost)
+        free(w.seen)
+        free(w.targets)
+        free(w.members)
+        free(w)
+
+
 def search_partition(
     const int32_t[:, ::1] codes,
     const intp_t[::1] n_labels,
     const double[::1] weights,
     const int32_t[:, ::1] orders,
+    intp_t n_random_runs,
     const int32_t[::1] start,
     bint binder,
     intp_t capacity,
@@ -229,72 +263,71 @@ def search_partition(
     """Least-expected-loss clustering over the runs; see the module docstring.
 
     ``codes`` (M, N): distinct draws coded 0..L_m - 1; ``weights`` (M,) sum to
-    one; ``orders`` (R, N): a permutation of the points per run; ``start``
-    (N,) or None: the clustering an extra first run starts its sweeps from
-    (codes below ``capacity``). Returns ``(labels, scaled_loss)``, the loss
-    times N for VI. The caller validates every argument.
+    one; ``orders`` (max(R, 1), N): a permutation of the points for each of
+    the ``R = n_random_runs`` runs from a random order; ``start`` (N,) or
+    None: the clustering an extra run sweeps from (codes below ``capacity``),
+    in the order ``orders[0]``. Returns ``(labels,
+    scaled_loss)``, the loss times N for VI. The caller validates every
+    argument.
+
+    The runs go to OpenMP threads (``max_threads()`` of them, see
+    ``_openmp.pxd``). Each run's clustering depends only on its order and
+    start, and the best is the one of least loss, the first run on a tie, so
+    the result is the same for any number of threads.
     """
-    cdef Search s
-    cdef intp_t m, x, run, n_runs = orders.shape[0], total = 0
+    cdef Search shared
+    cdef Search* w
+    cdef intp_t m, x, run, total = 0
     cdef intp_t n_points = codes.shape[1]
-    cdef double loss, best_loss = 0.0
     cdef bint has_start = start is not None
     cdef const int32_t* start_pointer = &start[0] if has_start else NULL
-    best = np.zeros(n_points, dtype=np.int32)
-    cdef int32_t[::1] best_view = best
-    s.n_points = n_points
-    s.n_draws = codes.shape[0]
-    s.capacity = capacity
-    s.codes = &codes[0, 0]
-    s.n_labels = &n_labels[0]
-    s.weight = &weights[0]
-    s.offset = <intp_t*> malloc(s.n_draws * sizeof(intp_t))
-    s.g = <double*> malloc((n_points + 1) * sizeof(double))
-    s.dg = <double*> malloc((n_points + 1) * sizeof(double))
-    s.size = <intp_t*> malloc(capacity * sizeof(intp_t))
-    s.label = <int32_t*> malloc(n_points * sizeof(int32_t))
-    s.cost = <double*> malloc(capacity * sizeof(double))
-    s.seen = <char*> malloc(capacity * sizeof(char))
-    s.targets = <intp_t*> malloc(capacity * sizeof(intp_t))
-    s.members = <int32_t*> malloc(n_points * sizeof(int32_t))
-    for m in range(s.n_draws):
-        total += capacity * n_labels[m]
-    s.table = <int32_t*> calloc(total, sizeof(int32_t))
+    # run 0 is the one from `start`, when there is one
+    cdef intp_t first = 0 if has_start else 1, n_runs = n_random_runs + 1
+    cdef int n_threads = max(1, min(max_threads(), n_runs - first))
+    labels = np.zeros((n_runs, n_points), dtype=np.int32)
+    losses = np.full(n_runs, np.inf)
+    failed = np.zeros(1, dtype=np.intp)
+    cdef int32_t[:, ::1] labels_view = labels
+    cdef double[::1] losses_view = losses
+    cdef intp_t[::1] failed_view = failed
+    shared.n_points = n_points
+    shared.n_draws = codes.shape[0]
+    shared.capacity = capacity
+    shared.codes = &codes[0, 0]
+    shared.n_labels = &n_labels[0]
+    shared.weight = &weights[0]
+    shared.offset = <intp_t*> malloc(shared.n_draws * sizeof(intp_t))
+    shared.g = <double*> malloc((n_points + 1) * sizeof(double))
+    shared.dg = <double*> malloc((n_points + 1) * sizeof(double))
     try:
-        if (s.offset == NULL or s.g == NULL or s.dg == NULL or s.size == NULL
-                or s.label == NULL or s.table == NULL or s.cost == NULL
-                or s.seen == NULL or s.targets == NULL or s.members == NULL):
+        if shared.offset == NULL or shared.g == NULL or shared.dg == NULL:
             raise MemoryError()
         with nogil:
-            total = 0
-            for m in range(s.n_draws):
-                s.offset[m] = total
+            for m in range(shared.n_draws):
+                shared.offset[m] = total
                 total += capacity * n_labels[m]
-            s.g[0] = 0.0
+            shared.g[0] = 0.0
             for x in range(1, n_points + 1):
-                s.g[x] = x * (x - 1) / 2.0 if binder else x * log(<double> x)
+                shared.g[x] = x * (x - 1) / 2.0 if binder else x * log(<double> x)
             for x in range(n_points):
-                s.dg[x] = s.g[x + 1] - s.g[x]
-            s.dg[n_points] = 0.0  # never read: a cluster holds at most N - 1 others
-            for run in range(-1, n_runs):
-                if run < 0 and not has_start:
-                    continue
-                _run(&s, &orders[0 if run < 0 else run, 0],
-                     start_pointer if run < 0 else NULL, max_sweeps)
-                loss = _scaled_loss(&s)
-                if run == -1 or (run == 0 and not has_start) or loss < best_loss:
-                    best_loss = loss
-                    for x in range(n_points):
-                        best_view[x] = s.label[x]
+                shared.dg[x] = shared.g[x + 1] - shared.g[x]
+            shared.dg[n_points] = 0.0  # never read: a cluster has at most N - 1 others
+            with parallel(num_threads=n_threads):
+                w = _workspace(&shared, total)
+                if w == NULL:
+                    failed_view[0] = 1
+                else:
+                    for run in prange(first, n_runs, schedule="dynamic"):
+                        w.label = &labels_view[run, 0]
+                        _run(w, &orders[0 if run == 0 else run - 1, 0],
+                             start_pointer if run == 0 else NULL, max_sweeps)
+                        losses_view[run] = _scaled_loss(w)
+                _free_workspace(w)
     finally:
-        free(s.offset)
-        free(s.g)
-        free(s.dg)
-        free(s.size)
-        free(s.label)
-        free(s.table)
-        free(s.cost)
-        free(s.seen)
-        free(s.targets)
-        free(s.members)
-    return best, best_loss
+        free(shared.offset)
+        free(shared.g)
+        free(shared.dg)
+    if failed[0]:
+        raise MemoryError()
+    best = int(np.argmin(losses))  # the first of equal losses
+    return labels[best], float(losses[best])

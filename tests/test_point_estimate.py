@@ -147,3 +147,18 @@ def test_bad_draws_are_refused():
         expected_loss([0, 1], [[0, 1, 1]])
     with pytest.raises(ValueError, match="loss must be one of"):
         expected_loss([0, 1], [[0, 1]], loss="l2")
+
+
+def test_the_result_does_not_depend_on_the_number_of_threads():
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(4)
+    draws = _random_draws(rng, 50, 300, 5)
+    results = []
+    for n_threads in (1, 2, 3):
+        with threadpool_limits(limits=n_threads, user_api="openmp"):
+            results.append(
+                minimize_expected_loss(draws, n_runs=5, start=draws[0], random_state=0)
+            )
+    for labels in results[1:]:
+        assert_array_equal(labels, results[0])

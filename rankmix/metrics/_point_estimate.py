@@ -139,6 +139,7 @@ def minimize_expected_loss(
         n_labels[first],
         weights,
         orders,
+        n_runs,
         start_codes,
         loss == "binder",
         min(max_clusters, n_samples),
