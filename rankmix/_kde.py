@@ -108,7 +108,8 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
     :math:`O(M N (t_{max} + t^2))` time, linear in the training size :math:`N`,
     and :math:`O(n)` memory besides the inputs and the output (no :math:`M \\times
     N` array). ``fit`` only validates and stores the rankings, in :math:`O(N
-    t_{max})`. ``sample`` costs :math:`O(n t)` per draw.
+    t_{max})`. ``sample`` costs :math:`O(n \\log n + n t)` per draw (a uniform
+    completion, then the Mallows draw).
 
     References
     ----------
