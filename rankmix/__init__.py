@@ -6,6 +6,7 @@
 from . import _check_build  # noqa: F401  isort: skip
 from . import mallows
 from ._gaussian import DPGaussianClustering
+from ._kde import MallowsKernelDensity
 from ._mallows import DPMallowsClustering
 from ._multinomial import DPMultinomialClustering
 
@@ -15,6 +16,7 @@ __all__ = [
     "DPGaussianClustering",
     "DPMallowsClustering",
     "DPMultinomialClustering",
+    "MallowsKernelDensity",
     "mallows",
     "__version__",
 ]

@@ -207,29 +207,57 @@ def kendall_distance(
     return np.asarray(out)
 
 
+cdef void read_off_codes(
+    const intp_t* s,          # IN (t,) codes, s[j] in [0, n - 1 - j]
+    intp_t t,
+    const intp_t* sigma,      # IN (n,)
+    intp_t n_items,
+    intp_t* left,             # scratch (n,)
+    intp_t* out,              # OUT (t,)
+) noexcept nogil:
+    """The top-t ranking with codes s against sigma: the inverse of codes_one.
+
+    Stage j takes the s[j]-th item (0-based) of sigma among those not yet placed.
+    """
+    cdef intp_t j, r
+    for r in range(n_items):
+        left[r] = sigma[r]
+    for j in range(t):
+        out[j] = left[s[j]]
+        # close the gap: O(n) per stage, O(t n) per ranking
+        for r in range(s[j], n_items - 1 - j):
+            left[r] = left[r + 1]
+
+
 def rankings_from_codes(
     const intp_t[:, ::1] S,       # IN (N, t) codes, S[i, j] in [0, n - 1 - j]
     const intp_t[::1] sigma,      # IN (n,)
 ):
-    """The top-t rankings with the given codes against sigma, shape (N, t).
-
-    Stage j takes the S[i, j]-th item (0-based) of sigma among those not yet
-    placed: the inverse of :func:`codes`.
-    """
+    """The top-t rankings with the given codes against one sigma, shape (N, t)."""
     cdef intp_t n_rankings = S.shape[0], t = S.shape[1], n_items = sigma.shape[0]
     cdef intp_t[:, ::1] out = np.empty((n_rankings, t), dtype=np.intp)
     cdef intp_t[::1] left = np.empty(n_items, dtype=np.intp)
-    cdef intp_t i, j, r, s
+    cdef intp_t i
     with nogil:
         for i in range(n_rankings):
-            for r in range(n_items):
-                left[r] = sigma[r]
-            for j in range(t):
-                s = S[i, j]
-                out[i, j] = left[s]
-                # close the gap: O(n) per stage, O(t n) per ranking
-                for r in range(s, n_items - 1 - j):
-                    left[r] = left[r + 1]
+            read_off_codes(&S[i, 0], t, &sigma[0], n_items, &left[0], &out[i, 0])
+    return np.asarray(out)
+
+
+def rankings_from_codes_rows(
+    const intp_t[:, ::1] S,           # IN (N, t) codes, S[i, j] in [0, n - 1 - j]
+    const intp_t[:, ::1] sigmas,      # IN (N, n) one central ranking per row
+):
+    """Row i read off its own sigma, ``sigmas[i]``, by its codes ``S[i]``: (N, t)."""
+    cdef intp_t n_rankings = S.shape[0], t = S.shape[1], n_items = sigmas.shape[1]
+    cdef intp_t[:, ::1] out = np.empty((n_rankings, t), dtype=np.intp)
+    cdef intp_t[::1] left = np.empty(n_items, dtype=np.intp)
+    cdef intp_t i
+    with nogil:
+        for i in range(n_rankings):
+            read_off_codes(
+                &S[i, 0], t, &sigmas[i, 0], n_items, &left[0], &out[i, 0]
+            )
     return np.asarray(out)
 
 

@@ -13,7 +13,7 @@ from . import _kernels, mallows
 from ._base import INTP_MAX, BaseDPMixture
 from ._mallows_chain import MallowsChain
 from ._sklearn_compat import Interval, StrOptions
-from ._validation import check_rankings, ranking_lengths
+from ._validation import check_known_items, check_rankings, ranking_lengths
 
 
 class DPMallowsClustering(BaseDPMixture):
@@ -300,22 +300,9 @@ class DPMallowsClustering(BaseDPMixture):
         )
 
     def _check_new_data(self, X):
-        X = check_rankings(X)
-        if X.max() >= self.n_items_:
-            row = int(np.argmax((X >= self.n_items_).any(axis=1)))
-            message = (
-                f"Row {row} of X holds item {int(X[row].max())}, but n_items="
-                f"{self.n_items_}: item ids must lie in [0, {self.n_items_})."
-            )
-            if self.n_items is None:
-                # typical of cross-validation: a fold's training rankings missed
-                # the highest item ids
-                message += (
-                    " The model took n_items from the largest item id of its "
-                    "training data; pass n_items (the number of items) to the "
-                    "estimator, for example in cross-validation."
-                )
-            raise ValueError(message)
+        X = check_known_items(
+            check_rankings(X), self.n_items_, inferred=self.n_items is None
+        )
         longest = ranking_lengths(X).max()
         if longest > self.n_features_in_:
             raise ValueError(

@@ -22,7 +22,13 @@ from itertools import chain, repeat
 import numpy as np
 from scipy import sparse
 
-__all__ = ["check_permutations", "check_rankings", "check_theta", "ranking_lengths"]
+__all__ = [
+    "check_known_items",
+    "check_permutations",
+    "check_rankings",
+    "check_theta",
+    "ranking_lengths",
+]
 
 # Later code allocates arrays of size n_items; no real ranking data set has more
 # items than this, so larger ids are almost certainly a mistake (and could
@@ -135,6 +141,59 @@ def ranking_lengths(X):
     # Padding is only ever trailing in validated data, so counting the
     # non-padding entries gives the length.
     return np.count_nonzero(X != -1, axis=1).astype(np.intp, copy=False)
+
+
+def check_known_items(X, n_items, *, inferred, input_name="X"):
+    """Refuse item ids that a fitted ranking model does not know.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rankings, t_max)
+        Rankings already validated by :func:`check_rankings`, padded with -1.
+    n_items : int
+        The fitted model's number of items: ids must lie in ``[0, n_items)``.
+    inferred : bool
+        Whether the model took ``n_items`` from its training data (the
+        estimator's ``n_items=None``): the message then says to pass it, the
+        usual fix when a cross-validation fold misses the highest ids.
+    input_name : str, default="X"
+        Name of the input, used in error messages.
+
+    Returns
+    -------
+    X : ndarray
+        The same array.
+
+    Raises
+    ------
+    ValueError
+        Naming the first row that holds an id not below ``n_items``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankmix._validation import check_known_items
+    >>> check_known_items(np.array([[0, 3]]), 3, inferred=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: Row 0 of X holds item 3, but n_items=3: item ids must lie in [0, 3).
+    """
+    if X.max() < n_items:
+        return X
+    row = int(np.argmax((X >= n_items).any(axis=1)))
+    message = (
+        f"Row {row} of {input_name} holds item {int(X[row].max())}, but n_items="
+        f"{n_items}: item ids must lie in [0, {n_items})."
+    )
+    if inferred:
+        # typical of cross-validation: a fold's training rankings missed the
+        # highest item ids
+        message += (
+            " The model took n_items from the largest item id of its training "
+            "data; pass n_items (the number of items) to the estimator, for "
+            "example in cross-validation."
+        )
+    raise ValueError(message)
 
 
 def _check_n_items(n_items):

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """scikit-learn's estimator checks, and their ranking counterparts.
 
-DPGaussianClustering passes every check. DPMallowsClustering takes rankings
+DPGaussianClustering passes every check. DPMallowsClustering (and
+MallowsKernelDensity, for the same reasons) takes rankings
 (integer item ids, best first, -1 padding), while most of scikit-learn's checks
 feed real-valued features: those are listed in ``MALLOWS_EXPECTED_FAILURES`` with
 the reason, and the properties they test are tested below on ranking data.
@@ -18,7 +19,12 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankmix import DPGaussianClustering, DPMallowsClustering, DPMultinomialClustering
+from rankmix import (
+    DPGaussianClustering,
+    DPMallowsClustering,
+    DPMultinomialClustering,
+    MallowsKernelDensity,
+)
 from rankmix.datasets import make_mallows_mixture
 from rankmix.metrics import variation_of_information, vi_scorer
 
@@ -87,7 +93,7 @@ MULTINOMIAL_EXPECTED_FAILURES.pop("check_positive_only_tag_during_fit")
 
 
 def expected_failed_checks(estimator):
-    if isinstance(estimator, DPMallowsClustering):
+    if isinstance(estimator, (DPMallowsClustering, MallowsKernelDensity)):
         return MALLOWS_EXPECTED_FAILURES
     if isinstance(estimator, DPMultinomialClustering):
         return MULTINOMIAL_EXPECTED_FAILURES
@@ -99,6 +105,7 @@ def expected_failed_checks(estimator):
         DPGaussianClustering(**SHORT),
         DPMallowsClustering(**SHORT),
         DPMultinomialClustering(**SHORT),
+        MallowsKernelDensity(),
     ],
     expected_failed_checks=expected_failed_checks,
 )
@@ -159,6 +166,26 @@ def test_mallows_methods_are_row_wise(rankings):
         full = getattr(model, method)(X)
         assert_allclose(getattr(model, method)(X[order]), full[order])
         assert_allclose(getattr(model, method)(X[:10]), full[:10])
+    model.sample(5, random_state=0)
+    assert joblib.hash(vars(model)) == state
+
+
+def test_kernel_density_checks_on_rankings(rankings, tmp_path):
+    # the listed checks' properties for MallowsKernelDensity: fit returns self,
+    # keeps its parameters, is idempotent, and reads every integer layout and
+    # read-only memmaps alike
+    X, _ = rankings
+    model = MallowsKernelDensity(bandwidth=0.5)
+    params = model.get_params()
+    assert model.fit(X) is model
+    assert model.get_params() == params
+    assert model.n_features_in_ == X.shape[1]
+    expected = model.score_samples(X)
+    np.save(tmp_path / "X.npy", X)
+    layouts = [np.asarray(X, d, order=o) for d in (np.int32, np.float64) for o in "CF"]
+    for other in (*layouts, np.load(tmp_path / "X.npy", mmap_mode="r")):
+        assert_array_equal(clone(model).fit(other).score_samples(other), expected)
+    state = joblib.hash(vars(model))
     model.sample(5, random_state=0)
     assert joblib.hash(vars(model)) == state
 

@@ -97,6 +97,15 @@ def test_rankings_from_codes_inverts_codes():
     assert_array_equal(_kernels.rankings_from_codes(S, sigma), X)
 
 
+def test_rankings_from_codes_rows_reads_each_row_off_its_own_sigma():
+    rng = np.random.RandomState(3)
+    n_items, t = 7, 4
+    sigmas = np.array([rng.permutation(n_items) for _ in range(40)], dtype=np.intp)
+    X = random_rankings(rng, 40, n_items, t, min_length=t)
+    S = np.array([_kernels.codes(x[None], s[None])[0, 0] for x, s in zip(X, sigmas)])
+    assert_array_equal(_kernels.rankings_from_codes_rows(S, sigmas), X)
+
+
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
 def test_ranking_statistics_rebuild_R(n_items, t_max):
     # the compact statistics reproduce the paper's dense R = sum_j theta_j R_j
