@@ -71,22 +71,21 @@ def _check_model(model, function, kind=BaseDPMixture):
 def _draws_and_labels(model_or_label_samples, labels, function):
     """The draws and the point estimate of an estimator, or of an array of draws.
 
-    For an array without ``labels``, the labels are None.
+    ``labels`` when given, else the estimator's ``labels_``; None for an array
+    without ``labels``.
     """
     if isinstance(model_or_label_samples, BaseDPMixture):
         _check_model(model_or_label_samples, function)
-        if labels is not None:
-            raise ValueError(
-                f"{function}: labels is for an array of draws; an estimator "
-                "brings its own labels_."
-            )
-        return model_or_label_samples.label_samples_, model_or_label_samples.labels_
-    if hasattr(model_or_label_samples, "fit"):
-        _check_model(model_or_label_samples, function)  # raises the TypeError
-    draws = np.asarray(model_or_label_samples)
-    _check_labels(draws)  # the errors of coclustering_matrix, before any drawing
-    if labels is None:
-        return draws, None
+        draws = model_or_label_samples.label_samples_
+        if labels is None:
+            return draws, model_or_label_samples.labels_
+    else:
+        if hasattr(model_or_label_samples, "fit"):
+            _check_model(model_or_label_samples, function)  # raises the TypeError
+        draws = np.asarray(model_or_label_samples)
+        _check_labels(draws)  # the errors of coclustering_matrix, before drawing
+        if labels is None:
+            return draws, None
     labels = np.asarray(labels)
     if labels.shape != draws.shape[1:]:
         raise ValueError(
@@ -249,9 +248,10 @@ def plot_coclustering(
         order; an array: these sample indices, in this order (then ``rows`` must
         be None).
     labels : array-like of shape (n_samples,), default=None
-        The point estimate for an array of draws; None takes the draw with the
-        least mean VI to the others, as the estimators do. Not with an
-        estimator.
+        The clustering to order by, such as
+        :func:`~rankmix.metrics.minimize_expected_loss` of the draws. None: an
+        estimator's ``labels_``, or for an array the draw with the least mean
+        VI to the others (as the estimators' ``labels_``).
     rows : array-like of int or bool, default=None
         The samples to show (indices or a mask); the matrix needs ``8 *
         n_rows**2`` bytes, so pass a subset for large data (see

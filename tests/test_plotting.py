@@ -136,6 +136,11 @@ def test_coclustering_orders_and_subsets(vectors):
     rows = np.arange(0, 25, 3)
     subset = plot_coclustering(vectors, rows=rows, order=None).images[0].get_array()
     assert_allclose(subset, full[np.ix_(rows, rows)])
+    # another point estimate orders the samples instead of labels_
+    other = np.arange(25) % 2
+    by_other = plot_coclustering(vectors, labels=other).images[0].get_array()
+    order = np.r_[np.arange(0, 25, 2), np.arange(1, 25, 2)]  # 13 even ones first
+    assert_allclose(by_other, full[np.ix_(order, order)])
 
 
 def test_coclustering_of_an_array_takes_labels_or_the_vi_medoid():
@@ -162,9 +167,9 @@ def test_coclustering_refuses_bad_arguments(kwargs, match):
         plot_coclustering(draws, **kwargs)
 
 
-def test_coclustering_refuses_labels_with_a_model_and_bad_draws(vectors):
-    with pytest.raises(ValueError, match="brings its own labels_"):
-        plot_coclustering(vectors, labels=vectors.labels_)
+def test_coclustering_refuses_bad_labels_with_a_model_and_bad_draws(vectors):
+    with pytest.raises(ValueError, match="labels must have one entry per sample"):
+        plot_coclustering(vectors, labels=vectors.labels_[:-1])
     with pytest.raises(ValueError, match="integer labels"):
         plot_coclustering(np.zeros((2, 3)))
     with pytest.raises(TypeError, match="takes a fitted BaseDPMixture"):
