@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._diagnostics import convergence_summary
 from ._engine import n_kept_draws, run_chains
 from ._sklearn_compat import Interval, _fit_context
+from .metrics import coclustering_matrix
 
 # The largest value of a count that compiled code takes as an np.intp.
 INTP_MAX = int(np.iinfo(np.intp).max)
@@ -351,6 +352,12 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         if int(arviz.__version__.split(".")[0]) >= 1:
             return arviz.from_dict(groups, save_warmup=self.burn_in > 0)
         return arviz.from_dict(**groups, save_warmup=self.burn_in > 0)
+
+    def coclustering_matrix(self, rows=None):
+        """P(two rows share a cluster) over the kept draws: see
+        :func:`rankmix.metrics.coclustering_matrix`."""
+        check_is_fitted(self)
+        return coclustering_matrix(self.label_samples_, rows=rows)
 
     @property
     def n_draws_(self):

@@ -35,6 +35,7 @@ import numpy as np
 
 from rankmix import DPMultinomialClustering
 from rankmix.datasets import get_data_home, load_lda_c
+from rankmix.plotting import plot_trace
 
 FULL = os.environ.get("RANKMIX_EXAMPLES_FULL", "0") == "1"
 N_ITER, N_CHAINS = (200, 2) if FULL else (20, 1)
@@ -144,19 +145,11 @@ plt.show()
 # The chains
 # ----------
 # ``trace_`` records the number of clusters and log p(c, X) after every
-# sweep, burn-in included (shaded).
+# sweep, burn-in included (shaded); the titles give the R-hat of each.
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-sweeps = np.arange(1, N_ITER + 1)
-for chain in range(N_CHAINS):
-    left.plot(sweeps, model.trace_["n_clusters"][chain], label=f"chain {chain + 1}")
-    right.plot(sweeps, model.trace_["log_joint"][chain])
-for ax in (left, right):
-    ax.axvspan(0, BURN_IN, color="0.9")
-    ax.set_xlabel("sweep")
+plot_trace(model, ("n_clusters", "log_joint"), ax=(left, right))
 left.set_ylabel("number of clusters")
 right.set_ylabel("log p(c, X)")
-if N_CHAINS > 1:
-    left.legend()
 fig.tight_layout()
 plt.show()
 

@@ -37,6 +37,7 @@ from sklearn.model_selection import train_test_split
 
 from rankmix import DPGaussianClustering, DPMallowsClustering
 from rankmix.datasets import make_mallows_mixture
+from rankmix.plotting import plot_n_clusters
 
 X, y, centres = make_mallows_mixture(
     n_clusters=3, n_per_cluster=100, dataset=1, random_state=0
@@ -74,12 +75,10 @@ values, counts = np.unique(K, return_counts=True)
 for k, share in zip(values, counts / counts.sum()):
     print(f"P(K = {k} | data) = {share:.2f}")
 
+# :func:`~rankmix.plotting.plot_n_clusters` draws these frequencies; the
+# dashed line is the number of clusters of the point estimate ``labels_``.
 fig, ax = plt.subplots(figsize=(4.5, 3))
-ax.bar(values, counts / counts.sum(), color="tab:blue")
-ax.set_xticks(np.arange(1, values.max() + 2))
-ax.set_xlabel("number of clusters K")
-ax.set_ylabel("posterior probability")
-ax.set_title(f"{len(model.label_samples_)} posterior draws")
+plot_n_clusters(model, ax=ax)
 fig.tight_layout()
 
 # %%

@@ -43,6 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from rankmix import DPMallowsClustering
 from rankmix.datasets import fetch_irish
+from rankmix.plotting import plot_rank_heatmap, plot_trace
 
 FULL = os.environ.get("RANKMIX_EXAMPLES_FULL", "0") == "1"
 N_BALLOTS = None if FULL else 5000
@@ -245,6 +246,29 @@ for k in rows:
 # Statistical Association 103(483), 2008.
 
 # %%
+# The largest cluster in full
+# ---------------------------
+# A central ranking is the typical ballot of a cluster, not every ballot.
+# :func:`~rankmix.plotting.plot_rank_heatmap` shows how the cluster's own
+# ballots spread: the cell of a candidate and a rank is the share of the
+# cluster's ballots that put that candidate at that rank, candidates in the
+# order of the central ranking. In the quick run the largest cluster is the
+# Fine Gael ticket: Bruton, English and Farrelly take the first three ranks in
+# every order (each is first on a fifth to two fifths of the ballots), then
+# the preferences thin out. Ballots are top-t rankings, so the columns fade
+# to the right: a column sums to the share of the ballots that rank that many
+# candidates (about 64% name a fourth, 26% a sixth).
+fig, ax = plt.subplots(figsize=(7, 4.8))
+plot_rank_heatmap(
+    model,
+    X,
+    cluster=order[0],
+    item_names=[f"{surname[i]} ({party[i]})" for i in range(n_items)],
+    ax=ax,
+)
+fig.tight_layout()
+
+# %%
 # Cluster sizes
 # -------------
 # As in the paper's Figure 10, the sizes span orders of magnitude. A few dozen
@@ -275,15 +299,9 @@ ax.set_title(
     fontsize=10,
 )
 ax.legend(title="share of ballots")
-# How sure is the number of clusters? The trace of each chain:
-sweeps = np.arange(1, model.n_iter_ + 1)
-for chain, counts in enumerate(model.trace_["n_clusters"]):
-    ax_trace.plot(sweeps, counts, label=f"chain {chain + 1}")
-ax_trace.axvspan(0, model.burn_in, color="0.9", label="burn-in")
-ax_trace.set_xlabel("sweep")
+# How sure is the number of clusters? The trace of each chain, burn-in shaded:
+plot_trace(model, "n_clusters", ax=ax_trace)
 ax_trace.set_ylabel("clusters")
-ax_trace.set_title("Number of clusters, sweep by sweep", fontsize=10)
-ax_trace.legend()
 fig.tight_layout()
 
 # %%

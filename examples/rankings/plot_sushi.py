@@ -33,6 +33,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 from rankmix import DPMallowsClustering
 from rankmix.datasets import fetch_sushi
+from rankmix.plotting import (
+    plot_coclustering,
+    plot_n_clusters,
+    plot_rank_heatmap,
+    plot_trace,
+)
 
 FULL = os.environ.get("RANKMIX_EXAMPLES_FULL", "0") == "1"
 N_RANKINGS = None if FULL else 2000
@@ -83,6 +89,15 @@ for chain, draws in enumerate(draws_per_chain, start=1):
     )
 
 # %%
+# The number of clusters sweep by sweep in each chain (burn-in shaded, R-hat
+# in the title), and its posterior over the kept draws of both chains; the
+# dashed line is the number of clusters of ``labels_``.
+fig, (ax_trace, ax_k) = plt.subplots(1, 2, figsize=(10, 3.4))
+plot_trace(model, "n_clusters", ax=ax_trace)
+plot_n_clusters(model, ax=ax_k)
+fig.tight_layout()
+
+# %%
 # The tastes
 # ----------
 # Each row is a cluster with at least 2% of the people, largest first. Each
@@ -123,6 +138,21 @@ for k in shown:
     print(f"{sizes[k] / len(X):4.0%}  best: {top}; worst: {bottom}")
 
 # %%
+# Within a cluster
+# ----------------
+# A central ranking is one ranking; the members of a cluster spread around it.
+# For the two largest clusters, each cell is the share of the members that put
+# the sushi of the row at the rank of the column. The rows follow the
+# cluster's central ranking, so a bright diagonal means that the members
+# agree with it. The diagonal is brightest at both ends and blurs in the
+# middle: people agree more on what they like most and least than on the
+# sushi in between (the theta_j of ``thetas_`` say the same).
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+for ax, k in zip(axes, order[:2]):
+    plot_rank_heatmap(model, X, cluster=k, item_names=names, ax=ax)
+fig.tight_layout()
+
+# %%
 # How sure is the posterior?
 # --------------------------
 # The co-clustering matrix gives, for every pair of people, the fraction of the
@@ -137,15 +167,11 @@ for k in shown:
 # clusters are those of the table above, in the same order. A dark diagonal
 # cell means the draws keep that cluster together. An off-diagonal cell that
 # is not white means two clusters are often merged, or share members.
-size_rank = np.empty_like(order)
-size_rank[order] = np.arange(len(order))  # 0 for the largest cluster
+#
+# The matrix of all the people would take 8 bytes per pair (200 MB for 5,000
+# people), hence ``rows=``; :func:`~rankmix.plotting.plot_coclustering` sorts
+# them by cluster, largest first.
 subset = rng.choice(len(X), size=min(600, len(X)), replace=False)
-subset = subset[np.argsort(size_rank[model.labels_[subset]], kind="stable")]
-co_clustering = np.zeros((len(subset), len(subset)))
-for draw in model.label_samples_[:, subset]:
-    one_hot = np.eye(draw.max() + 1)[draw]
-    co_clustering += one_hot @ one_hot.T
-co_clustering /= len(model.label_samples_)
 
 # Block averages over all the people: with n[a, c] the number of members of
 # cluster a (of labels_) in cluster c of a draw, the pairs of a and b that the
@@ -162,19 +188,11 @@ together[np.diag_indices_from(together)] -= n_members * len(model.label_samples_
 block = together / (pairs * len(model.label_samples_))
 
 fig, (ax, ax_block) = plt.subplots(1, 2, figsize=(12, 5.4))
-image = ax.imshow(
-    co_clustering, cmap="magma_r", vmin=0, vmax=1, interpolation="nearest"
-)
-boundaries = np.flatnonzero(np.diff(size_rank[model.labels_[subset]])) + 0.5
-for boundary in boundaries:
-    ax.axhline(boundary, color="tab:red", linewidth=0.3)
-    ax.axvline(boundary, color="tab:red", linewidth=0.3)
-ax.set_xticks([])
-ax.set_yticks([])
+plot_coclustering(model, rows=subset, ax=ax)
 ax.set_xlabel("600 people, sorted by cluster (largest first)")
 ax.set_title("P(same cluster), person by person")
 
-ax_block.imshow(block, cmap="magma_r", vmin=0, vmax=1)
+image = ax_block.imshow(block, cmap="magma_r", vmin=0, vmax=1)
 for a in range(len(shown)):
     for b in range(len(shown)):
         value = block[a, b]
@@ -192,7 +210,7 @@ ax_block.set_xticks(range(len(shown)), ticks, fontsize=8, rotation=90)
 ax_block.set_yticks(range(len(shown)), ticks, fontsize=8)
 ax_block.set_xlabel("cluster (share of people)")
 ax_block.set_title("P(same cluster), cluster by cluster")
-fig.colorbar(image, ax=[ax, ax_block], fraction=0.025, label="P(same cluster)")
+fig.colorbar(image, ax=ax_block, fraction=0.04, label="P(same cluster)")
 
 certainty = np.diag(block)
 print(
