@@ -10,13 +10,18 @@ from scipy import integrate, optimize
 from scipy.special import gammaln
 
 from . import _kernels, mallows
-from ._base import INTP_MAX, BaseDPMixture
+from ._base import (
+    INTP_MAX,
+    SHARED_MOVE_CONSTRAINTS,
+    BaseDPMixture,
+    SampledAlphaMixin,
+)
 from ._mallows_chain import MallowsChain
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import check_rankings, ranking_lengths
 
 
-class DPMallowsClustering(BaseDPMixture):
+class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     """Cluster top-t rankings with a Dirichlet-process mixture of Mallows models.
 
     Each cluster is a generalized Mallows model GM(sigma, theta) over top-t
@@ -28,6 +33,7 @@ class DPMallowsClustering(BaseDPMixture):
     ----------
     alpha : float, default=1.0
         Concentration of the Dirichlet process: larger values favour more clusters.
+        With ``alpha_prior`` it is only the starting value.
     nu : float, default=1.0
         Strength (equivalent sample size) of the conjugate prior on theta; at
         most 1e12.
@@ -52,6 +58,11 @@ class DPMallowsClustering(BaseDPMixture):
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
     init_clusters : int, default=20
         Size of the random initial clustering.
+    alpha_prior : tuple (shape, rate), default=None
+        A Gamma(shape, rate) prior on alpha (rate = 1 / scale), which is then
+        resampled every sweep (Escobar & West 1995) and traced as
+        ``trace_["alpha"]``. None keeps alpha fixed. ``(shape + n_samples) /
+        rate`` must stay below 1e300, the reach of the draws.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -96,7 +107,8 @@ class DPMallowsClustering(BaseDPMixture):
         first appearance within each draw.
     trace_ : dict of ndarray of shape (n_chains, n_iter)
         ``"n_clusters"`` and ``"log_joint"`` (log p(c, sigma, theta, X), constants
-        included) after every sweep.
+        included, plus log p(alpha) when alpha is sampled) after every sweep, and
+        ``"alpha"`` when ``alpha_prior`` is set.
     n_iter_ : int
         Sweeps run per chain.
     n_items_ : int
@@ -144,6 +156,13 @@ class DPMallowsClustering(BaseDPMixture):
     approximation of the posterior. ``score_samples`` uses the explicit theta of
     every draw, so it is a normalised density for both samplers.
 
+    With ``alpha_prior`` = (a, b), each sweep ends with alpha | K, N drawn by
+    Escobar & West's auxiliary-variable step (eta ~ Beta(alpha + 1, N), then a
+    two-component Gamma mixture); given the clustering, alpha is independent of
+    the clusters' parameters and of the data, so the step leaves the joint
+    posterior of (c, sigma, theta, alpha) invariant. Each draw's own alpha
+    weighs its new-cluster term in ``score_samples``.
+
     References
     ----------
     M. Meila and H. Chen. Dirichlet process mixtures of generalized Mallows
@@ -175,6 +194,7 @@ class DPMallowsClustering(BaseDPMixture):
         "n_slices": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_items": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha_prior": SHARED_MOVE_CONSTRAINTS["alpha_prior"],
     }
 
     def __init__(
@@ -188,6 +208,7 @@ class DPMallowsClustering(BaseDPMixture):
         n_gibbs=10,
         n_slices=3,
         init_clusters=20,
+        alpha_prior=None,
         n_items=None,
         n_iter=200,
         burn_in=100,
@@ -214,6 +235,7 @@ class DPMallowsClustering(BaseDPMixture):
         self.n_gibbs = n_gibbs
         self.n_slices = n_slices
         self.init_clusters = init_clusters
+        self.alpha_prior = alpha_prior
         self.n_items = n_items
 
     # -- hooks ---------------------------------------------------------------
@@ -253,6 +275,7 @@ class DPMallowsClustering(BaseDPMixture):
             )
         lengths = ranking_lengths(X)
         self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(X)
+        self._alpha_prior = self._resolve_alpha_prior(len(X))
         return X
 
     def _chain_factory(self, X):
@@ -271,7 +294,7 @@ class DPMallowsClustering(BaseDPMixture):
         init_clusters = min(self.init_clusters, X.shape[0])
 
         # a partial, not a closure: it pickles, so that chains can run in other
-        # processes; the engine appends the bit generator
+        # processes; the engine passes the bit generator, the last positional
         return partial(
             MallowsChain,
             X,
@@ -285,6 +308,7 @@ class DPMallowsClustering(BaseDPMixture):
             n_gibbs,
             n_slices,
             init_clusters,
+            alpha_prior=self._alpha_prior,
         )
 
     def _check_new_data(self, X):
@@ -314,7 +338,7 @@ class DPMallowsClustering(BaseDPMixture):
         return X[:, :longest].copy()
 
     def _component_log_density(self, X, parameters):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         return _kernels.log_likelihood(X, sigmas, thetas)
 
     def _new_cluster_log_density(self, X):
@@ -322,12 +346,12 @@ class DPMallowsClustering(BaseDPMixture):
         return gammaln(n - ranking_lengths(X) + 1.0) - gammaln(n + 1.0)
 
     def _describe_clusters(self, parameters):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         self.central_rankings_ = sigmas
         self.thetas_ = thetas
 
     def _sample_components(self, components, parameters, rng):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         t_max = self.n_features_in_
         X = np.full((len(components), t_max), -1, dtype=np.intp)
         lengths = rng.choice(

@@ -6,7 +6,8 @@ The chain holds the clustering and, per cluster, its central ranking sigma and s
 dispersions theta (Meila & Chen 2010). A sweep releases the GIL for all its work:
 the assignment step (eq. 11 for Slice-Gibbs; the Beta-function predictive of
 Figure 5 for Beta-Gibbs), then per cluster ``n_gibbs`` rounds of sigma | theta and
-theta | sigma. Clusters live in slots that are reused when a cluster empties, so
+theta | sigma, then (with ``alpha_prior``) alpha | K by Escobar & West's step, the
+DP prior's terms shared with every chain (``_dp_prior.pxd``). Clusters live in slots that are reused when a cluster empties, so
 no relabelling pass over the data is ever needed.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
@@ -31,6 +32,7 @@ from ._kernels cimport (
     theta_exact, transposition_pass, weighted_statistics,
 )
 from ._consensus import number_by_first_appearance
+from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
 from ._rng cimport (
     bitgen_pointer, draw_from_logs, random_beta, shuffle, uniform, uniform_index,
 )
@@ -65,6 +67,9 @@ cdef class MallowsChain:
         Number of clusters of the random initial clustering.
     bit_generator : numpy.random.BitGenerator
         This chain's own random stream.
+    alpha_prior : tuple (shape, rate) or None
+        Gamma prior of alpha, resampled each sweep by Escobar & West's step
+        (``_dp_prior.pxd``); None keeps alpha fixed.
     """
 
     cdef object bit_generator
@@ -73,7 +78,10 @@ cdef class MallowsChain:
     cdef intp_t[::1] lengths
     cdef intp_t[::1] labels
     cdef intp_t N, n, T
-    cdef double alpha, nu, slice_width, log_n_factorial
+    cdef double nu, slice_width, log_n_factorial, log_alpha
+    cdef public double alpha
+    cdef bint sample_alpha
+    cdef double alpha_shape, alpha_rate
     cdef double[::1] r, log_z0, log_new
     cdef bint beta_gibbs, use_mh
     cdef intp_t n_gibbs, n_slices
@@ -127,7 +135,7 @@ cdef class MallowsChain:
         self, const intp_t[:, ::1] X, intp_t n_items, double alpha, double nu,
         const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
-        double slice_width=1.0,
+        double slice_width=1.0, alpha_prior=None,
     ):
         cdef intp_t t, i, j, k, n_init
         self.X = X
@@ -135,6 +143,10 @@ cdef class MallowsChain:
         self.T = X.shape[1]
         self.n = n_items
         self.alpha = alpha
+        self.log_alpha = log(alpha)
+        self.sample_alpha = alpha_prior is not None
+        if self.sample_alpha:
+            self.alpha_shape, self.alpha_rate = alpha_prior
         self.nu = nu
         self.r = np.array(r, dtype=np.float64)
         self.log_z0 = np.array(log_z0, dtype=np.float64)
@@ -149,9 +161,10 @@ cdef class MallowsChain:
         self.lengths = np.empty(self.N, dtype=np.intp)
         for i in range(self.N):
             self.lengths[i] = row_length(&X[i, 0], self.T)
-        # log alpha (n - t)! / n!: the new-cluster term of eq. (11), by length t
+        # log (n - t)! / n!: the new-cluster term of eq. (11) less log alpha, by
+        # length t (alpha changes when it is sampled)
         self.log_new = np.array(
-            [log(alpha) + lgamma(n_items - t + 1.0) - self.log_n_factorial
+            [lgamma(n_items - t + 1.0) - self.log_n_factorial
              for t in range(self.T + 1)]
         )
         self.labels = np.empty(self.N, dtype=np.intp)
@@ -507,7 +520,7 @@ cdef class MallowsChain:
                 self.log_prob[a] = self.log_size[c] + self._beta_from_table(i, c)
             if self.log_prob[a] > high:
                 high = self.log_prob[a]
-        self.log_prob[self.slots.n_active] = self.log_new[self.lengths[i]]
+        self.log_prob[self.slots.n_active] = self.log_alpha + self.log_new[self.lengths[i]]
         if self.log_prob[self.slots.n_active] > high:
             high = self.log_prob[self.slots.n_active]
         return high
@@ -618,12 +631,14 @@ cdef class MallowsChain:
         return 0
 
     cdef double _compute_log_joint(self) noexcept nogil:
-        """log p(c, sigma, theta, X) with the exact model (constants included)."""
+        """log p(c, sigma, theta, X | alpha) with the exact model (constants included),
+        plus log p(alpha) when alpha is sampled."""
         cdef intp_t a, c, i, j
-        cdef double value = self.slots.n_active * log(self.alpha)
+        cdef double value = crp_log_normaliser(self.alpha, self.slots.n_active, self.N)
         cdef double* th
+        if self.sample_alpha:
+            value += gamma_log_density(self.alpha, self.alpha_shape, self.alpha_rate)
         for i in range(self.N):
-            value -= log(self.alpha + i)
             value += self._gm_log_likelihood(i, self.labels[i])
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
@@ -663,6 +678,13 @@ cdef class MallowsChain:
         self.log_joint = self._compute_log_joint()
         return 0
 
+    cdef void _update_alpha(self) noexcept nogil:
+        """alpha | K, N by Escobar & West (1995): given the clustering, alpha is
+        independent of sigma, theta and the data."""
+        self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
+                                  self.alpha_shape, self.alpha_rate)
+        self.log_alpha = log(self.alpha)
+
     # -- Python interface ------------------------------------------------------------
 
     def sweep(self, intp_t n_sweeps=1):
@@ -672,6 +694,8 @@ cdef class MallowsChain:
             for s in range(n_sweeps):
                 self._assign()
                 self._update_parameters()
+                if self.sample_alpha:
+                    self._update_alpha()
             self.log_joint = self._compute_log_joint()
 
     @property
@@ -686,6 +710,8 @@ cdef class MallowsChain:
         labels : ndarray of shape (N,), dtype int32
         sigmas : ndarray of shape (K, n)
         thetas : ndarray of shape (K, T)
+        alpha : float
+            The concentration of this state.
         sizes : ndarray of shape (K,)
         """
         labels, order = number_by_first_appearance(
@@ -694,7 +720,7 @@ cdef class MallowsChain:
         sigmas = np.asarray(<intp_t[:capacity * self.n]> self.sigma).reshape(capacity, self.n)[order]
         thetas = np.asarray(<double[:capacity * self.T]> self.theta).reshape(capacity, self.T)[order]
         sizes = np.asarray(<intp_t[:capacity]> self.size)[order]
-        return labels, sigmas, thetas, sizes
+        return labels, sigmas, thetas, self.alpha, sizes
 
     def assignment_log_weights(self, intp_t i):
         """The unnormalised log-probabilities of ranking i's next assignment.

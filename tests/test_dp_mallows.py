@@ -51,6 +51,86 @@ def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
     assert_allclose(k_dist, exact_k, atol=0.03)
 
 
+@pytest.fixture(scope="module")
+def exact_tiny_posterior_with_alpha():
+    # alpha ~ Gamma(2, 1) integrated out exactly
+    posterior, alpha_mean = dpref.exact_partition_posterior_with_alpha(
+        TINY_X, TINY_N_ITEMS, 2.0, 1.0, 1.0, 1.0
+    )
+    return (
+        dpref.coclustering_matrix(posterior),
+        dpref.n_clusters_distribution(posterior),
+        alpha_mean,
+    )
+
+
+def test_alpha_prior_matches_exact_posterior(exact_tiny_posterior_with_alpha):
+    # Escobar & West's step inside the exact sampler: the clusterings and E[alpha | X]
+    # of the enumerated posterior with alpha integrated over its Gamma prior
+    exact_cocluster, exact_k, alpha_mean = exact_tiny_posterior_with_alpha
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPMallowsClustering(
+            sampler="slice-gibbs",
+            sigma_update="mh",
+            alpha_prior=(2.0, 1.0),
+            n_iter=15000,
+            burn_in=500,
+            thin=1,
+            n_chains=2,
+            init_clusters=2,
+            random_state=0,
+        ).fit(TINY_X)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, exact_cocluster, atol=0.03)
+    assert_allclose(k_dist, exact_k, atol=0.03)
+    assert_allclose(model.trace_["alpha"][:, 500:].mean(), alpha_mean, rtol=0.05)
+    alphas = np.array([model._draw_alpha(draw) for draw in model._draws])
+    assert_allclose(alphas.mean(), alpha_mean, rtol=0.05)
+
+
+def test_alpha_prior_is_traced_used_in_log_joint_and_score_samples():
+    # trace_["alpha"] follows the chain; the log joint adds log Gamma(alpha; a, b);
+    # score_samples weighs each draw's new-cluster term with its own alpha and stays
+    # normalised
+    from scipy.stats import gamma
+
+    model = DPMallowsClustering(
+        sampler="slice-gibbs",
+        alpha_prior=(2.0, 1.0),
+        n_iter=30,
+        burn_in=10,
+        thin=5,
+        n_chains=2,
+        random_state=0,
+    ).fit(TINY_X)
+    assert model.trace_["alpha"].shape == (2, 30)
+    assert np.ptp(model.trace_["alpha"]) > 0
+    assert len({model._draw_alpha(draw) for draw in model._draws}) > 1
+    for t in range(1, TINY_N_ITEMS + 1):
+        X = np.array(ref.all_top_t(TINY_N_ITEMS, t))
+        assert_allclose(np.exp(model.score_samples(X)).sum(), 1.0, rtol=1e-10)
+    fixed = DPMallowsClustering(
+        sampler="slice-gibbs", alpha=1.7, n_iter=3, burn_in=1, n_chains=1
+    )
+    sampled = DPMallowsClustering(
+        sampler="slice-gibbs",
+        alpha=1.7,
+        alpha_prior=(2.0, 3.0),
+        n_iter=3,
+        burn_in=1,
+        n_chains=1,
+    )
+    chains = []
+    for model in (fixed, sampled):
+        X = model._prepare(TINY_X)
+        chains.append(model._chain_factory(X)(np.random.PCG64(0)))
+    assert chains[1].alpha == 1.7  # not yet resampled
+    assert_allclose(
+        chains[1].log_joint - chains[0].log_joint, gamma.logpdf(1.7, 2.0, scale=1 / 3)
+    )
+
+
 @pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
 def test_score_samples_sums_to_one_over_all_top_t_rankings(sampler):
     # the posterior predictive is a normalised distribution for each length t
@@ -67,7 +147,7 @@ def test_score_samples_is_the_mean_of_the_draws_densities():
     model = DPMallowsClustering(
         sampler="slice-gibbs", n_iter=5, burn_in=4, n_chains=1, random_state=1
     ).fit(TINY_X)
-    ((sigmas, thetas, sizes),) = model._draws
+    ((sigmas, thetas, _, sizes),) = model._draws
     x = np.array([[2, 0, 1, 3]])
     density = (
         sum(
@@ -190,6 +270,9 @@ def test_convergence_warning_when_chains_disagree():
         (dict(r=[1.0, -1.0, 1.0]), "r must be finite and > 0"),
         (dict(r=[1.0]), "one value per rank"),
         (dict(n_items=2), "n_items=2"),
+        (dict(alpha_prior=(1.0,)), "alpha_prior"),
+        (dict(alpha_prior=(1.0, 0.0)), "alpha_prior"),
+        (dict(alpha_prior=(1.0, 1e-300)), "beyond 1e"),
     ],
 )
 def test_bad_parameters_are_refused(params, match):
@@ -224,7 +307,7 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
     chain = model._chain_factory(X)(np.random.PCG64(0))
     chain.sweep(3)
     for i in range(0, len(X), 4):
-        labels, sigmas, thetas, sizes = chain.snapshot()
+        labels, sigmas, thetas, _, sizes = chain.snapshot()
         weights, new = chain.assignment_log_weights(i)
         x = X[i][X[i] >= 0]
         t = len(x)
