@@ -113,7 +113,7 @@ draws the engine discards.
 
 import numpy as np
 
-from libc.math cimport INFINITY, exp, lgamma, log, log1p
+from libc.math cimport INFINITY, exp, lgamma, log
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
@@ -127,8 +127,8 @@ from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
 from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, random_standard_normal, shuffle, uniform,
-    uniform_index,
+    bitgen_pointer, draw_from_logs, log_pair, random_standard_normal, shuffle,
+    uniform, uniform_index,
 )
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
@@ -142,17 +142,6 @@ cdef enum:
 
 _PERMUTATION_MODES = {None: PERMUTATION_NONE, "exact": PERMUTATION_EXACT,
                       "beta": PERMUTATION_BETA}
-
-
-cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
-    """log(e^la / (e^la + e^lb)) and log(e^lb / (e^la + e^lb)), without overflow."""
-    cdef double diff = lb - la
-    if diff > 0.0:
-        log_b[0] = -log1p(exp(-diff))
-        log_a[0] = -diff + log_b[0]
-    else:
-        log_a[0] = -log1p(exp(diff))
-        log_b[0] = diff + log_a[0]
 
 
 cdef struct ProjectionRecord:
@@ -465,7 +454,7 @@ cdef class CollapsedChain:
             k = self.members[r]
             la = self.state_a[self.f.log_weight] + family_log_kernel(&self.f, self.state_a, k)
             lb = self.state_b[self.f.log_weight] + family_log_kernel(&self.f, self.state_b, k)
-            _log_pair(la, lb, &log_a, &log_b)
+            log_pair(la, lb, &log_a, &log_b)
             if split:
                 to_a = log(uniform(self.rng)) < log_a
             else:

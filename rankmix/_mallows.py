@@ -63,6 +63,12 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         resampled every sweep (Escobar & West 1995) and traced as
         ``trace_["alpha"]``. None keeps alpha fixed. ``(shape + n_samples) /
         rate`` must stay below 1e300, the reach of the draws.
+    n_split_merge : int, default=0
+        Split-merge proposals per sweep, after the parameter updates; 0 turns
+        them off. Each is an exact Metropolis-Hastings step for the clustering
+        and the clusters' (sigma, theta) (see Notes), which moves many rankings
+        at once where single-site Gibbs would need many sweeps. Each proposal
+        costs about as much as a quarter of a sweep on 5,000 rankings of 20 items.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -156,6 +162,23 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     approximation of the posterior. ``score_samples`` uses the explicit theta of
     every draw, so it is a normalised density for both samplers.
 
+    Split-merge (Jain & Neal 2004, restricted Gibbs launch). A proposal draws
+    two rankings i and j; if they share a cluster it proposes to split it, else
+    to merge their clusters. A launch state, drawn from the two clusters' union
+    alone (the same whichever way the move goes), allocates the other rankings
+    to i's or j's side by a few restricted Gibbs scans; a final scan gives the
+    split. Each new cluster's sigma is drawn from the stagewise proposal of the
+    MH sigma step, given its members and a launch theta, and its theta from the
+    exact conditional given sigma (density (10), normalised by quadrature). The
+    acceptance ratio holds the model's ratio, alpha Gamma(n_A) Gamma(n_B) /
+    Gamma(n_C) times the clusters' P0(sigma, theta) prod GM, and every proposal
+    density: the allocation's, the new parameters', and the reverse move's
+    proposal of the parameters it would restore. So the move leaves the
+    posterior of (c, sigma, theta) invariant, and with ``sampler="slice-gibbs",
+    sigma_update="mh"`` the chain stays exact. With ``"beta-gibbs"`` the same
+    step runs: it preserves that exact posterior, not the Beta approximation
+    the other Beta-Gibbs moves target, so there it is a mixing aid only.
+
     With ``alpha_prior`` = (a, b), each sweep ends with alpha | K, N drawn by
     Escobar & West's auxiliary-variable step (eta ~ Beta(alpha + 1, N), then a
     two-component Gamma mixture); given the clustering, alpha is independent of
@@ -170,6 +193,12 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
 
     R. M. Neal. Markov chain sampling methods for Dirichlet process mixture
     models. J. Comput. Graph. Stat. 9(2), 2000.
+
+    S. Jain and R. M. Neal. A split-merge Markov chain Monte Carlo procedure for
+    the Dirichlet process mixture model. J. Comput. Graph. Stat. 13(1), 2004.
+
+    M. D. Escobar and M. West. Bayesian density estimation and inference using
+    mixtures. J. Am. Stat. Assoc. 90(430), 1995.
 
     Examples
     --------
@@ -194,7 +223,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         "n_slices": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_items": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha_prior": SHARED_MOVE_CONSTRAINTS["alpha_prior"],
+        **SHARED_MOVE_CONSTRAINTS,
     }
 
     def __init__(
@@ -209,6 +238,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         n_slices=3,
         init_clusters=20,
         alpha_prior=None,
+        n_split_merge=0,
         n_items=None,
         n_iter=200,
         burn_in=100,
@@ -236,6 +266,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         self.n_slices = n_slices
         self.init_clusters = init_clusters
         self.alpha_prior = alpha_prior
+        self.n_split_merge = n_split_merge
         self.n_items = n_items
 
     # -- hooks ---------------------------------------------------------------
@@ -309,6 +340,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             n_slices,
             init_clusters,
             alpha_prior=self._alpha_prior,
+            n_split_merge=self.n_split_merge,
         )
 
     def _check_new_data(self, X):

@@ -131,6 +131,63 @@ def test_alpha_prior_is_traced_used_in_log_joint_and_score_samples():
     )
 
 
+@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.0)])
+def test_split_merge_matches_exact_posterior(
+    alpha_prior, exact_tiny_posterior, exact_tiny_posterior_with_alpha
+):
+    # the split-merge move with explicit (sigma, theta) proposals is an exact MH step:
+    # with five proposals a sweep (most of the moves), the chain still reproduces the
+    # enumerated posterior, alpha fixed or integrated over its Gamma prior
+    exact = (
+        exact_tiny_posterior if alpha_prior is None else exact_tiny_posterior_with_alpha
+    )
+    exact_cocluster, exact_k = exact[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPMallowsClustering(
+            sampler="slice-gibbs",
+            sigma_update="mh",
+            alpha_prior=alpha_prior,
+            n_split_merge=5,
+            n_gibbs=2,
+            n_iter=6000,
+            burn_in=300,
+            thin=1,
+            n_chains=2,
+            init_clusters=2,
+            random_state=1,
+        ).fit(TINY_X)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, exact_cocluster, atol=0.03)
+    assert_allclose(k_dist, exact_k, atol=0.03)
+    if alpha_prior is not None:
+        alphas = np.array([model._draw_alpha(draw) for draw in model._draws])
+        assert_allclose(alphas.mean(), exact[2], rtol=0.05)
+
+
+def _split_merge_chain(X, n_split_merge, seed, sampler="slice-gibbs"):
+    model = DPMallowsClustering(
+        sampler=sampler, n_split_merge=n_split_merge, init_clusters=1
+    )
+    return model._chain_factory(model._prepare(X))(np.random.PCG64(seed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_split_merge_splits_a_merged_start_that_gibbs_keeps(seed):
+    # two clusters of full rankings started as one: single-site Gibbs cannot pull
+    # either out of the blend in three sweeps, two split proposals a sweep do
+    X, y, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=40, n_items=8, t=8, theta=1.0, random_state=0
+    )
+    gibbs = _split_merge_chain(X, 0, seed)
+    split_merge = _split_merge_chain(X, 2, seed)
+    gibbs.sweep(3)
+    split_merge.sweep(3)
+    assert variation_of_information(y, gibbs.snapshot()[0]) > 0.5
+    assert variation_of_information(y, split_merge.snapshot()[0]) < 0.25
+    assert split_merge.split_merge_counts["split_accepted"] >= 1
+
+
 @pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
 def test_score_samples_sums_to_one_over_all_top_t_rankings(sampler):
     # the posterior predictive is a normalised distribution for each length t
@@ -273,6 +330,7 @@ def test_convergence_warning_when_chains_disagree():
         (dict(alpha_prior=(1.0,)), "alpha_prior"),
         (dict(alpha_prior=(1.0, 0.0)), "alpha_prior"),
         (dict(alpha_prior=(1.0, 1e-300)), "beyond 1e"),
+        (dict(n_split_merge=-1), "n_split_merge"),
     ],
 )
 def test_bad_parameters_are_refused(params, match):
@@ -290,10 +348,12 @@ def test_new_rankings_are_validated():
         model.predict([[0], [7]])
 
 
+@pytest.mark.parametrize("n_split_merge", [0, 3])
 @pytest.mark.parametrize("sampler", ["slice-gibbs", "beta-gibbs"])
-def test_assignment_weights_match_the_papers_formulas(sampler):
+def test_assignment_weights_match_the_papers_formulas(sampler, n_split_merge):
     # the compiled assignment step scores clusters by eq. (11) (Slice-Gibbs) or by
-    # Figure 5's Beta predictive (Beta-Gibbs), new cluster alpha (n - t)!/n!
+    # Figure 5's Beta predictive (Beta-Gibbs), new cluster alpha (n - t)!/n!; the
+    # clusters that split-merge moves create carry consistent Beta-Gibbs statistics
     from scipy.special import betaln, gammaln
 
     X, _, _ = make_mallows_mixture(
@@ -301,11 +361,20 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
     )
     alpha, nu, r = 0.7, 1.3, np.array([0.8, 1.1, 0.6])
     model = DPMallowsClustering(
-        sampler=sampler, alpha=alpha, nu=nu, r=r, init_clusters=4, n_gibbs=2
+        sampler=sampler,
+        alpha=alpha,
+        nu=nu,
+        r=r,
+        init_clusters=4,
+        n_gibbs=2,
+        n_split_merge=n_split_merge,
     )
     X = model._prepare(X)
     chain = model._chain_factory(X)(np.random.PCG64(0))
     chain.sweep(3)
+    if n_split_merge:
+        counts = chain.split_merge_counts
+        assert counts["split_accepted"] + counts["merge_accepted"] >= 1
     for i in range(0, len(X), 4):
         labels, sigmas, thetas, _, sizes = chain.snapshot()
         weights, new = chain.assignment_log_weights(i)
