@@ -125,7 +125,9 @@ from ._family cimport (
 )
 from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
-from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
+from ._dp_prior cimport (
+    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+)
 from ._rng cimport (
     bitgen_pointer, draw_from_logs, log_pair, random_standard_normal, shuffle,
     uniform, uniform_index,
@@ -427,24 +429,16 @@ cdef class CollapsedChain:
 
     cdef int _split_merge(self) except -1 nogil:
         """One SAMS proposal and its Metropolis-Hastings decision (module docstring)."""
-        cdef intp_t i, j, k, r, m = 0, ci, cj, c_new, c_big, c_small
+        cdef intp_t i, j, k, r, m, ci, cj, c_new, c_big, c_small
         cdef bint split, to_a
         cdef double la, lb, log_a, log_b, log_q = 0.0, log_ratio, n_a, n_b
         cdef double* s_i
         cdef double* s_j
         cdef double* s_big
-        i = uniform_index(self.rng, self.N)
-        j = uniform_index(self.rng, self.N - 1)
-        if j >= i:
-            j += 1
+        m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.members)
         ci = self.labels[i]
         cj = self.labels[j]
         split = ci == cj
-        for k in range(self.N):
-            if k != i and k != j and (self.labels[k] == ci or self.labels[k] == cj):
-                self.members[m] = k
-                m += 1
-        shuffle(self.members, m, self.rng)  # a uniform random order of the other points
 
         family_reset(&self.f, self.state_a)
         family_reset(&self.f, self.state_b)

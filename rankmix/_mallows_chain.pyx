@@ -34,7 +34,9 @@ from ._kernels cimport (
     theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
 )
 from ._consensus import number_by_first_appearance
-from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
+from ._dp_prior cimport (
+    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+)
 from ._rng cimport (
     bitgen_pointer, draw_from_logs, log_pair, random_beta, shuffle, uniform,
     uniform_index,
@@ -1018,19 +1020,11 @@ cdef class MallowsChain:
         target, so that chain is exact for neither; there the move only helps the
         clustering mix. Its Beta-Gibbs statistics are rebuilt for the new clusters.
         """
-        cdef intp_t i, j, k, r, m = 0, ci, cj, c_new, n_a, n_b, n_u
+        cdef intp_t i, j, k, r, m, ci, cj, c_new, n_a, n_b, n_u
         cdef double log_ratio, log_q, log_back, f_a, f_b, f_u
-        i = uniform_index(self.rng, self.N)
-        j = uniform_index(self.rng, self.N - 1)
-        if j >= i:
-            j += 1
+        m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
         ci = self.labels[i]
         cj = self.labels[j]
-        for k in range(self.N):
-            if k != i and k != j and (self.labels[k] == ci or self.labels[k] == cj):
-                self.sm_points[m] = k
-                m += 1
-        shuffle(self.sm_points, m, self.rng)
         self._launch(i, j, m)
         if ci == cj:
             self.n_split += 1

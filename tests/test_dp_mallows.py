@@ -31,22 +31,27 @@ def exact_tiny_posterior():
     )
 
 
-def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
-    # the exact sampler reproduces the enumerated posterior over clusterings
-    exact_cocluster, exact_k = exact_tiny_posterior
+def _exact_sampler_statistics(**params):
+    """Co-clustering matrix, K distribution and model of an exact-sampler fit."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPMallowsClustering(
             sampler="slice-gibbs",
             sigma_update="mh",
-            n_iter=15000,
-            burn_in=500,
             thin=1,
             n_chains=2,
             init_clusters=2,
-            random_state=0,
+            **params,
         ).fit(TINY_X)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    return (*dpref.draw_statistics(model.label_samples_), model)
+
+
+def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
+    # the exact sampler reproduces the enumerated posterior over clusterings
+    exact_cocluster, exact_k = exact_tiny_posterior
+    cocluster, k_dist, _ = _exact_sampler_statistics(
+        n_iter=15000, burn_in=500, random_state=0
+    )
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
     assert_allclose(k_dist, exact_k, atol=0.03)
 
@@ -68,20 +73,9 @@ def test_alpha_prior_matches_exact_posterior(exact_tiny_posterior_with_alpha):
     # Escobar & West's step inside the exact sampler: the clusterings and E[alpha | X]
     # of the enumerated posterior with alpha integrated over its Gamma prior
     exact_cocluster, exact_k, alpha_mean = exact_tiny_posterior_with_alpha
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = DPMallowsClustering(
-            sampler="slice-gibbs",
-            sigma_update="mh",
-            alpha_prior=(2.0, 1.0),
-            n_iter=15000,
-            burn_in=500,
-            thin=1,
-            n_chains=2,
-            init_clusters=2,
-            random_state=0,
-        ).fit(TINY_X)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    cocluster, k_dist, model = _exact_sampler_statistics(
+        alpha_prior=(2.0, 1.0), n_iter=15000, burn_in=500, random_state=0
+    )
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
     assert_allclose(k_dist, exact_k, atol=0.03)
     assert_allclose(model.trace_["alpha"][:, 500:].mean(), alpha_mean, rtol=0.05)
@@ -142,22 +136,14 @@ def test_split_merge_matches_exact_posterior(
         exact_tiny_posterior if alpha_prior is None else exact_tiny_posterior_with_alpha
     )
     exact_cocluster, exact_k = exact[:2]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = DPMallowsClustering(
-            sampler="slice-gibbs",
-            sigma_update="mh",
-            alpha_prior=alpha_prior,
-            n_split_merge=5,
-            n_gibbs=2,
-            n_iter=6000,
-            burn_in=300,
-            thin=1,
-            n_chains=2,
-            init_clusters=2,
-            random_state=1,
-        ).fit(TINY_X)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    cocluster, k_dist, model = _exact_sampler_statistics(
+        alpha_prior=alpha_prior,
+        n_split_merge=5,
+        n_gibbs=2,
+        n_iter=6000,
+        burn_in=300,
+        random_state=1,
+    )
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
     assert_allclose(k_dist, exact_k, atol=0.03)
     if alpha_prior is not None:
