@@ -21,7 +21,7 @@ iteration on one core.
 Usage::
 
     python benchmarks/bench_mallows_paper.py [--quick] [--replicates 3]
-        [--n-iter 100] [--init-clusters 20] [--datasets 1 2 3 4]
+        [--n-iter 100] [--init-clusters 20] [--n-split-merge 0] [--datasets 1 2 3 4]
         [--samplers beta-gibbs slice-gibbs] [--seed 0] [--plot fig6.png]
 """
 
@@ -52,6 +52,7 @@ def run_chain(X, y, sampler, args, seed_seq):
         sampler=sampler,
         sigma_update=args.sigma_update,
         init_clusters=args.init_clusters,
+        n_split_merge=args.n_split_merge,
         n_chains=1,
         n_jobs=1,
     )
@@ -170,6 +171,12 @@ def main():
         help="size of the random initial clustering (try 1 vs 20)",
     )
     parser.add_argument(
+        "--n-split-merge",
+        type=int,
+        default=0,
+        help="split-merge proposals per sweep (0: none)",
+    )
+    parser.add_argument(
         "--replicates",
         "--repeats",
         dest="replicates",
@@ -195,7 +202,8 @@ def main():
     print(
         f"Figure 6: N = 10 x {args.n_per_cluster} rankings, n = 20 items; "
         f"alpha = nu = r = 1; sigma_update={args.sigma_update!r}; "
-        f"init_clusters={args.init_clusters}; {args.n_iter} iterations; "
+        f"init_clusters={args.init_clusters}; "
+        f"n_split_merge={args.n_split_merge}; {args.n_iter} iterations; "
         f"{args.replicates} replicate(s); seed {args.seed}"
     )
     print()
