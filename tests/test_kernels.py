@@ -393,7 +393,7 @@ def test_theta_log_normaliser_matches_quadrature(a, b, m):
         _kernels.theta_log_normaliser_wrapper(a, b, m),
         log_theta_normaliser(a, b, m),
         rtol=0,
-        atol=1e-8,
+        atol=1e-6,
     )
 
 
