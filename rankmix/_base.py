@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._engine import n_kept_draws, run_chains
-from ._sklearn_compat import Interval, _fit_context
+from ._sklearn_compat import Interval, StrOptions, _fit_context
 
 # The largest value of a count that compiled code takes as an np.intp.
 INTP_MAX = int(np.iinfo(np.intp).max)
@@ -67,11 +67,13 @@ class SampledAlphaMixin:
         return ("alpha",) if self.alpha_prior is not None else ()
 
 
-# The constraints of the moves every model's chains share (alpha_prior, split-merge).
+# The constraints of the moves every model's chains share (alpha_prior, split-merge,
+# the sequential start).
 SHARED_MOVE_CONSTRAINTS = {
     "alpha_prior": ["array-like", None],
     # counts reach compiled code as np.intp: 2**63 is a parameter error
     "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
+    "init": [StrOptions({"sequential", "random"})],
 }
 
 

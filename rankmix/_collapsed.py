@@ -42,7 +42,6 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         "permutation_dp": [StrOptions({"beta", "exact"})],
         "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
         **SHARED_MOVE_CONSTRAINTS,
-        "init": [StrOptions({"sequential", "random"})],
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
     }
 

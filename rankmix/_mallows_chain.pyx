@@ -102,6 +102,9 @@ cdef class MallowsChain:
         (``_dp_prior.pxd``); None keeps alpha fixed.
     n_split_merge : int
         Split-merge proposals per sweep (:meth:`_split_merge`); 0 turns them off.
+    sequential_init : bool
+        Start by sequential prediction (:meth:`_initialise_sequential`) instead of
+        the random clustering into ``init_clusters``.
     """
 
     cdef object bit_generator
@@ -182,6 +185,7 @@ cdef class MallowsChain:
         const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
         double slice_width=1.0, alpha_prior=None, intp_t n_split_merge=0,
+        bint sequential_init=False,
     ):
         cdef intp_t t, i, j, k, n_init
         self.X = X
@@ -254,7 +258,10 @@ cdef class MallowsChain:
 
         n_init = max(1, min(init_clusters, self.N))
         with self.bit_generator.lock, nogil:
-            self._initialise(n_init)
+            if sequential_init:
+                self._initialise_sequential()
+            else:
+                self._initialise(n_init)
 
     def __dealloc__(self):
         statistics_free(&self.st)
@@ -593,34 +600,42 @@ cdef class MallowsChain:
 
     cdef int _assign(self) except -1 nogil:
         """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
-        cdef intp_t i, c, c_old, choice, j
-        cdef bint alive
+        cdef intp_t i, c_old
         for i in range(self.N):
             c_old = self.labels[i]
             self._remove(i)
-            alive = self.size[c_old] > 0
-            self._score(i)
-            choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
-            if choice == self.slots.n_active:
-                c = self._open_slot()
-                self._new_cluster(c, i)
-            else:
-                c = self.slots.active[choice]
-                if self.beta_gibbs:
-                    if c == c_old:
-                        self._add_stats(c, i, self.old_code, 1.0)
-                    else:
-                        self._codes(i, c, self.code)
-                        self._add_stats(c, i, self.code, 1.0)
-                        # a ranking of length t changes the statistics of its
-                        # first t stages only
-                        for j in range(self.lengths[i]):
-                            self._refresh_stage(c, j)
-            if self.beta_gibbs and alive and c != c_old:
-                for j in range(self.lengths[i]):
-                    self._refresh_stage(c_old, j)
-            self._resize(c, 1)
-            self.labels[i] = c
+            self._seat(i, c_old, self.size[c_old] > 0)
+        return 0
+
+    cdef int _seat(self, intp_t i, intp_t c_old, bint alive) except -1 nogil:
+        """Draw ranking i's cluster given the clusters of the others.
+
+        Ranking i is in no cluster; it left ``c_old`` (-1 if none: the sequential
+        start), which still holds rankings if ``alive``.
+        """
+        cdef intp_t c, choice, j
+        self._score(i)
+        choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
+        if choice == self.slots.n_active:
+            c = self._open_slot()
+            self._new_cluster(c, i)
+        else:
+            c = self.slots.active[choice]
+            if self.beta_gibbs:
+                if c == c_old:
+                    self._add_stats(c, i, self.old_code, 1.0)
+                else:
+                    self._codes(i, c, self.code)
+                    self._add_stats(c, i, self.code, 1.0)
+                    # a ranking of length t changes the statistics of its
+                    # first t stages only
+                    for j in range(self.lengths[i]):
+                        self._refresh_stage(c, j)
+        if self.beta_gibbs and alive and c != c_old:
+            for j in range(self.lengths[i]):
+                self._refresh_stage(c_old, j)
+        self._resize(c, 1)
+        self.labels[i] = c
         return 0
 
     cdef void _group_members(self) noexcept nogil:
@@ -714,6 +729,28 @@ cdef class MallowsChain:
                 value -= self.nu * (th[j] * self.r[j] + log_psi(self.n - 1 - j, th[j]))
                 value -= self.log_z0[j]
         return value
+
+    cdef int _initialise_sequential(self) except -1 nogil:
+        """Sequential prediction (Liang et al. 2007, sec. 5.1), as the collapsed core.
+
+        The rankings join one at a time in a uniformly random order, each drawn
+        into an existing cluster or a new one given those placed before it (the
+        assignment step over a growing data set, one scan's cost); a new cluster's
+        parameters are drawn from its first ranking, as in the assignment step.
+        Then every cluster's parameters are updated from all its members.
+        """
+        cdef intp_t r, i
+        cdef intp_t* order = self.sm_points   # split-merge scratch, unused yet
+        for r in range(self.N):
+            order[r] = r
+            self.labels[r] = -1
+        shuffle(order, self.N, self.rng)
+        for r in range(self.N):
+            i = order[r]
+            self._seat(i, -1, False)
+        self._update_parameters()
+        self.log_joint = self._compute_log_joint()
+        return 0
 
     cdef int _initialise(self, intp_t n_init) except -1 nogil:
         """A random clustering with n_init clusters, then parameters fitted to it."""

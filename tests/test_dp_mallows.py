@@ -153,7 +153,7 @@ def test_split_merge_matches_exact_posterior(
 
 def _split_merge_chain(X, n_split_merge, seed, sampler="slice-gibbs"):
     model = DPMallowsClustering(
-        sampler=sampler, n_split_merge=n_split_merge, init_clusters=1
+        sampler=sampler, n_split_merge=n_split_merge, init="random", init_clusters=1
     )
     return model._chain_factory(model._prepare(X))(np.random.PCG64(seed))
 
@@ -172,6 +172,22 @@ def test_split_merge_splits_a_merged_start_that_gibbs_keeps(seed):
     assert variation_of_information(y, gibbs.snapshot()[0]) > 0.5
     assert variation_of_information(y, split_merge.snapshot()[0]) < 0.25
     assert split_merge.split_merge_counts["split_accepted"] >= 1
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_sequential_start_groups_rankings_before_any_sweep(sampler):
+    # sequential prediction starts near the truth, a random start from blends
+    X, y, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=80, n_items=8, t=5, theta=2.0, random_state=1
+    )
+    for seed in range(3):
+        starts = {}
+        for init in ("sequential", "random"):
+            model = DPMallowsClustering(sampler=sampler, init=init)
+            chain = model._chain_factory(model._prepare(X))(np.random.PCG64(seed))
+            starts[init] = variation_of_information(y, chain.snapshot()[0])
+            assert_allclose(chain.snapshot()[-1].sum(), len(X))  # every ranking placed
+        assert starts["sequential"] < 1.2 < 3.5 < starts["random"]
 
 
 @pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
@@ -297,6 +313,7 @@ def test_convergence_warning_when_chains_disagree():
             n_iter=12,
             burn_in=0,
             n_chains=4,
+            init="random",
             init_clusters=1,
             n_gibbs=1,
             random_state=0,
@@ -317,6 +334,7 @@ def test_convergence_warning_when_chains_disagree():
         (dict(alpha_prior=(1.0, 0.0)), "alpha_prior"),
         (dict(alpha_prior=(1.0, 1e-300)), "beyond 1e"),
         (dict(n_split_merge=-1), "n_split_merge"),
+        (dict(init="kmeans"), "init"),
     ],
 )
 def test_bad_parameters_are_refused(params, match):
