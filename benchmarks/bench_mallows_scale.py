@@ -176,7 +176,7 @@ def one_config(args):
         seconds = time.perf_counter() - start
         (warmup if it < args.n_warmup else timed).append(seconds)
         n_clusters.append(int(chain.n_clusters))
-    labels, _, _, sizes = chain.snapshot()
+    labels, _, _, _, sizes = chain.snapshot()
     emit(
         dict(
             sampler=args.one_config,

@@ -13,11 +13,70 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
 from ._engine import n_kept_draws, run_chains
-from ._sklearn_compat import Interval, _fit_context
+from ._sklearn_compat import Interval, StrOptions, _fit_context
 from .metrics import coclustering_matrix
 
 # The largest value of a count that compiled code takes as an np.intp.
 INTP_MAX = int(np.iinfo(np.intp).max)
+
+
+# The largest concentration alpha_prior may let the chains draw.
+MAX_ALPHA = 1e300
+
+
+class SampledAlphaMixin:
+    """``alpha_prior``: alpha ~ Gamma(shape, rate), resampled by the chains.
+
+    Shared by every estimator whose chains draw alpha by Escobar & West's step
+    (``_dp_prior.pxd``) and whose draws' parameters end with ``(alpha, sizes)``.
+    ``_parameter_constraints`` entries are in ``SHARED_MOVE_CONSTRAINTS``.
+    """
+
+    def _resolve_alpha_prior(self, n_samples):
+        """``alpha_prior`` as ``(shape, rate)``, or None; a ValueError if unusable."""
+        if self.alpha_prior is None:
+            return None
+        try:
+            prior = np.asarray(self.alpha_prior, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"alpha_prior must hold real numbers, got {self.alpha_prior!r}."
+            ) from None
+        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
+            raise ValueError(
+                "alpha_prior must be None or (shape, rate), two positive numbers, "
+                f"got {self.alpha_prior!r}."
+            )
+        shape, rate = float(prior[0]), float(prior[1])
+        # A draw of alpha is Gamma(shape + K, rate + something >= 0), K <= N:
+        # it stays below about (shape + N) / rate, which must leave the DP's
+        # weights (log alpha, N + alpha) far from the double range's end.
+        with np.errstate(over="ignore"):
+            reach = (shape + n_samples) / rate
+        if not reach <= MAX_ALPHA:
+            raise ValueError(
+                f"alpha_prior={self.alpha_prior!r} lets alpha reach about "
+                f"(shape + n_samples) / rate = {reach:g}, beyond {MAX_ALPHA:g}: "
+                "its draws would overflow. Use a larger rate or a smaller shape."
+            )
+        return shape, rate
+
+    def _draw_alpha(self, parameters):
+        """The concentration of one draw (sampled when ``alpha_prior`` is set)."""
+        return parameters[-2]
+
+    def _extra_traces(self):
+        return ("alpha",) if self.alpha_prior is not None else ()
+
+
+# The constraints of the moves every model's chains share (alpha_prior, split-merge,
+# the sequential start).
+SHARED_MOVE_CONSTRAINTS = {
+    "alpha_prior": ["array-like", None],
+    # counts reach compiled code as np.intp: 2**63 is a parameter error
+    "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
+    "init": [StrOptions({"sequential", "random"})],
+}
 
 
 class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta):

@@ -7,7 +7,12 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._base import INTP_MAX, BaseDPMixture
+from ._base import (
+    INTP_MAX,
+    SHARED_MOVE_CONSTRAINTS,
+    BaseDPMixture,
+    SampledAlphaMixin,
+)
 from ._collapsed_chain import CollapsedChain
 from ._sklearn_compat import Interval, StrOptions
 
@@ -18,11 +23,9 @@ _SAMPLERS = {
     for mask in np.ndindex(2, 2, 2)
     if any(mask)
 }
-# The largest concentration alpha_prior may let the chains draw.
-_MAX_ALPHA = 1e300
 
 
-class BaseCollapsedDPMixture(BaseDPMixture):
+class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
     """A DP mixture of a conjugate family, sampled by ``CollapsedChain``.
 
     Holds what every such estimator shares: the sampler's parameters and their
@@ -38,10 +41,7 @@ class BaseCollapsedDPMixture(BaseDPMixture):
         "sampler": [StrOptions(_SAMPLERS)],
         "permutation_dp": [StrOptions({"beta", "exact"})],
         "beam_tolerance": [Interval(Real, 0, 1, closed="left")],
-        # counts reach compiled code as np.intp: 2**63 is a parameter error
-        "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
-        "alpha_prior": ["array-like", None],
-        "init": [StrOptions({"sequential", "random"})],
+        **SHARED_MOVE_CONSTRAINTS,
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
     }
 
@@ -61,34 +61,6 @@ class BaseCollapsedDPMixture(BaseDPMixture):
                 "sampler='split-merge' with n_split_merge=0 would never move; "
                 "set n_split_merge >= 1."
             )
-
-    def _resolve_alpha_prior(self, n_samples):
-        if self.alpha_prior is None:
-            return None
-        try:
-            prior = np.asarray(self.alpha_prior, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"alpha_prior must hold real numbers, got {self.alpha_prior!r}."
-            ) from None
-        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
-            raise ValueError(
-                "alpha_prior must be None or (shape, rate), two positive numbers, "
-                f"got {self.alpha_prior!r}."
-            )
-        shape, rate = float(prior[0]), float(prior[1])
-        # A draw of alpha is Gamma(shape + K, rate + something >= 0), K <= N:
-        # it stays below about (shape + N) / rate, which must leave the DP's
-        # weights (log alpha, N + alpha) far from the double range's end.
-        with np.errstate(over="ignore"):
-            reach = (shape + n_samples) / rate
-        if not reach <= _MAX_ALPHA:
-            raise ValueError(
-                f"alpha_prior={self.alpha_prior!r} lets alpha reach about "
-                f"(shape + n_samples) / rate = {reach:g}, beyond {_MAX_ALPHA:g}: "
-                "its draws would overflow. Use a larger rate or a smaller shape."
-            )
-        return shape, rate
 
     def _collapsed_chain(self, family):
         """``make_chain(bit_generator)`` for the engine, over ``family``.
@@ -112,13 +84,6 @@ class BaseCollapsedDPMixture(BaseDPMixture):
             burn_in=self.burn_in,
             sequential_init=self.init == "sequential",
         )
-
-    def _draw_alpha(self, parameters):
-        """The concentration of one draw (sampled when ``alpha_prior`` is set)."""
-        return parameters[-2]
-
-    def _extra_traces(self):
-        return ("alpha",) if self.alpha_prior is not None else ()
 
 
 def _make_chain(family, bit_generator, **options):

@@ -113,7 +113,7 @@ draws the engine discards.
 
 import numpy as np
 
-from libc.math cimport INFINITY, exp, lgamma, log, log1p
+from libc.math cimport INFINITY, exp, lgamma, log
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
@@ -125,10 +125,12 @@ from ._family cimport (
 )
 from ._permutation cimport SegmentDP, digamma, intp_t
 from ._consensus import number_by_first_appearance
-from ._dp_prior cimport crp_log_normaliser, escobar_west, gamma_log_density
+from ._dp_prior cimport (
+    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+)
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, random_standard_normal, shuffle, uniform,
-    uniform_index,
+    bitgen_pointer, draw_from_logs, log_pair, random_standard_normal, shuffle,
+    uniform, uniform_index,
 )
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
@@ -142,17 +144,6 @@ cdef enum:
 
 _PERMUTATION_MODES = {None: PERMUTATION_NONE, "exact": PERMUTATION_EXACT,
                       "beta": PERMUTATION_BETA}
-
-
-cdef inline void _log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
-    """log(e^la / (e^la + e^lb)) and log(e^lb / (e^la + e^lb)), without overflow."""
-    cdef double diff = lb - la
-    if diff > 0.0:
-        log_b[0] = -log1p(exp(-diff))
-        log_a[0] = -diff + log_b[0]
-    else:
-        log_a[0] = -log1p(exp(diff))
-        log_b[0] = diff + log_a[0]
 
 
 cdef struct ProjectionRecord:
@@ -438,24 +429,16 @@ cdef class CollapsedChain:
 
     cdef int _split_merge(self) except -1 nogil:
         """One SAMS proposal and its Metropolis-Hastings decision (module docstring)."""
-        cdef intp_t i, j, k, r, m = 0, ci, cj, c_new, c_big, c_small
+        cdef intp_t i, j, k, r, m, ci, cj, c_new, c_big, c_small
         cdef bint split, to_a
         cdef double la, lb, log_a, log_b, log_q = 0.0, log_ratio, n_a, n_b
         cdef double* s_i
         cdef double* s_j
         cdef double* s_big
-        i = uniform_index(self.rng, self.N)
-        j = uniform_index(self.rng, self.N - 1)
-        if j >= i:
-            j += 1
+        m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.members)
         ci = self.labels[i]
         cj = self.labels[j]
         split = ci == cj
-        for k in range(self.N):
-            if k != i and k != j and (self.labels[k] == ci or self.labels[k] == cj):
-                self.members[m] = k
-                m += 1
-        shuffle(self.members, m, self.rng)  # a uniform random order of the other points
 
         family_reset(&self.f, self.state_a)
         family_reset(&self.f, self.state_b)
@@ -465,7 +448,7 @@ cdef class CollapsedChain:
             k = self.members[r]
             la = self.state_a[self.f.log_weight] + family_log_kernel(&self.f, self.state_a, k)
             lb = self.state_b[self.f.log_weight] + family_log_kernel(&self.f, self.state_b, k)
-            _log_pair(la, lb, &log_a, &log_b)
+            log_pair(la, lb, &log_a, &log_b)
             if split:
                 to_a = log(uniform(self.rng)) < log_a
             else:

@@ -8,13 +8,15 @@ sizes n_1..n_K the probability
     p(c | alpha) = alpha^K prod_k Gamma(n_k) Gamma(alpha) / Gamma(alpha + N),
 
 and, under a Gamma(a, b) prior (shape, rate), alpha | K, N is drawn by Escobar &
-West (1995)'s auxiliary-variable step. Neither depends on the cluster family.
+West (1995)'s auxiliary-variable step. Neither depends on the cluster family,
+and neither does the draw that starts every split-merge move (the pair and the
+other points of their clusters), which is here too.
 """
 
 from libc.math cimport lgamma, log
 from numpy.random cimport bitgen_t
 
-from ._rng cimport random_beta, random_standard_gamma, uniform
+from ._rng cimport random_beta, random_standard_gamma, shuffle, uniform, uniform_index
 
 
 cdef inline double crp_log_normaliser(double alpha, Py_ssize_t K, Py_ssize_t N) noexcept nogil:
@@ -52,3 +54,28 @@ cdef inline double escobar_west(
     if draw < 1e-300:
         draw = 1e-300
     return draw
+
+
+cdef inline Py_ssize_t split_merge_pair(
+        bitgen_t* rng, const Py_ssize_t* labels, Py_ssize_t N, Py_ssize_t* i,
+        Py_ssize_t* j, Py_ssize_t* others) noexcept nogil:
+    """The start of a split-merge move: a uniform ordered pair of distinct points.
+
+    Sets ``i`` and ``j`` (N >= 2 is the caller's to check) and puts the other
+    points of their clusters (by ``labels``) in ``others``, in a uniform random
+    order; returns how many. Both directions of the move draw these alike, so
+    they cancel from its Metropolis-Hastings ratio.
+    """
+    cdef Py_ssize_t k, m = 0, ci, cj
+    i[0] = uniform_index(rng, N)
+    j[0] = uniform_index(rng, N - 1)
+    if j[0] >= i[0]:
+        j[0] += 1
+    ci = labels[i[0]]
+    cj = labels[j[0]]
+    for k in range(N):
+        if k != i[0] and k != j[0] and (labels[k] == ci or labels[k] == cj):
+            others[m] = k
+            m += 1
+    shuffle(others, m, rng)
+    return m

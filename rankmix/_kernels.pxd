@@ -82,3 +82,5 @@ cdef double slice_theta(
 ) noexcept nogil
 
 cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept nogil
+
+cdef double theta_log_normaliser(double a, double b, intp_t m) noexcept nogil

@@ -10,13 +10,18 @@ from scipy import integrate, optimize
 from scipy.special import gammaln
 
 from . import _kernels, mallows
-from ._base import INTP_MAX, BaseDPMixture
+from ._base import (
+    INTP_MAX,
+    SHARED_MOVE_CONSTRAINTS,
+    BaseDPMixture,
+    SampledAlphaMixin,
+)
 from ._mallows_chain import MallowsChain
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import check_known_items, check_rankings, ranking_lengths
 
 
-class DPMallowsClustering(BaseDPMixture):
+class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     """Cluster top-t rankings with a Dirichlet-process mixture of Mallows models.
 
     Each cluster is a generalized Mallows model GM(sigma, theta) over top-t
@@ -28,6 +33,7 @@ class DPMallowsClustering(BaseDPMixture):
     ----------
     alpha : float, default=1.0
         Concentration of the Dirichlet process: larger values favour more clusters.
+        With ``alpha_prior`` it is only the starting value.
     nu : float, default=1.0
         Strength (equivalent sample size) of the conjugate prior on theta; at
         most 1e12.
@@ -50,8 +56,31 @@ class DPMallowsClustering(BaseDPMixture):
         Rounds of (sigma | theta, theta | sigma) per cluster and sweep (T_Gibbs).
     n_slices : int, default=3
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
+    init : {"sequential", "random"}, default="sequential"
+        How each chain starts. ``"sequential"``: sequential prediction (Liang
+        et al. 2007, sec. 5.1), the rankings added one at a time in a random
+        order, each drawn into a cluster given the rankings before it by the
+        assignment step (the cost of one sweep). ``"random"``: each ranking
+        uniformly in one of ``init_clusters`` clusters. Random clusters are
+        blends of the true ones, which Gibbs sweeps take long to take apart: on
+        Meila & Chen's data sets 3 and 4 (5,000 rankings of 20 items) the
+        sequential start was within VI 0.15 of the truth before the first
+        sweep, where random starts still missed VI 0.01 after 100 sweeps.
     init_clusters : int, default=20
-        Size of the random initial clustering.
+        Size of the random initial clustering (``init="random"`` only).
+    alpha_prior : tuple (shape, rate), default=None
+        A Gamma(shape, rate) prior on alpha (rate = 1 / scale), which is then
+        resampled every sweep (Escobar & West 1995) and traced as
+        ``trace_["alpha"]``. None keeps alpha fixed. ``(shape + n_samples) /
+        rate`` must stay below 1e300, the reach of the draws.
+    n_split_merge : int, default=0
+        Split-merge proposals per sweep, after the parameter updates; 0 turns
+        them off. Each is an exact Metropolis-Hastings step for the clustering
+        and the clusters' (sigma, theta) (see Notes), which moves many rankings
+        at once: it joins the halves of a split cluster that single-site Gibbs
+        merges only slowly. Each proposal costs about a fifth of a default sweep
+        on 5,000 rankings of 20 items (2 ms at t = 10, 3 ms at t = 19), so it is
+        off by default; 1 to 3 pay off where Gibbs leaves split clusters behind.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -102,7 +131,8 @@ class DPMallowsClustering(BaseDPMixture):
         first appearance within each draw.
     trace_ : dict of ndarray of shape (n_chains, n_iter)
         ``"n_clusters"`` and ``"log_joint"`` (log p(c, sigma, theta, X), constants
-        included) after every sweep.
+        included, plus log p(alpha) when alpha is sampled) after every sweep, and
+        ``"alpha"`` when ``alpha_prior`` is set.
     rhat_ : dict of float
         Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
         ``trace_`` after burn-in, across chains; above 1.01 the chains have not
@@ -156,6 +186,30 @@ class DPMallowsClustering(BaseDPMixture):
     approximation of the posterior. ``score_samples`` uses the explicit theta of
     every draw, so it is a normalised density for both samplers.
 
+    Split-merge (Jain & Neal 2004, restricted Gibbs launch). A proposal draws
+    two rankings i and j; if they share a cluster it proposes to split it, else
+    to merge their clusters. A launch state, drawn from the two clusters' union
+    alone (the same whichever way the move goes), allocates the other rankings
+    to i's or j's side by a few restricted Gibbs scans; a final scan gives the
+    split. Each new cluster's sigma is drawn from the stagewise proposal of the
+    MH sigma step, given its members and a launch theta, and its theta from the
+    exact conditional given sigma (density (10), normalised by quadrature). The
+    acceptance ratio holds the model's ratio, alpha Gamma(n_A) Gamma(n_B) /
+    Gamma(n_C) times the clusters' P0(sigma, theta) prod GM, and every proposal
+    density: the allocation's, the new parameters', and the reverse move's
+    proposal of the parameters it would restore. So the move leaves the
+    posterior of (c, sigma, theta) invariant, and with ``sampler="slice-gibbs",
+    sigma_update="mh"`` the chain stays exact. With ``"beta-gibbs"`` the same
+    step runs: it preserves that exact posterior, not the Beta approximation
+    the other Beta-Gibbs moves target, so there it is a mixing aid only.
+
+    With ``alpha_prior`` = (a, b), each sweep ends with alpha | K, N drawn by
+    Escobar & West's auxiliary-variable step (eta ~ Beta(alpha + 1, N), then a
+    two-component Gamma mixture); given the clustering, alpha is independent of
+    the clusters' parameters and of the data, so the step leaves the joint
+    posterior of (c, sigma, theta, alpha) invariant. Each draw's own alpha
+    weighs its new-cluster term in ``score_samples``.
+
     References
     ----------
     M. Meila and H. Chen. Dirichlet process mixtures of generalized Mallows
@@ -163,6 +217,12 @@ class DPMallowsClustering(BaseDPMixture):
 
     R. M. Neal. Markov chain sampling methods for Dirichlet process mixture
     models. J. Comput. Graph. Stat. 9(2), 2000.
+
+    S. Jain and R. M. Neal. A split-merge Markov chain Monte Carlo procedure for
+    the Dirichlet process mixture model. J. Comput. Graph. Stat. 13(1), 2004.
+
+    M. D. Escobar and M. West. Bayesian density estimation and inference using
+    mixtures. J. Am. Stat. Assoc. 90(430), 1995.
 
     Examples
     --------
@@ -187,6 +247,7 @@ class DPMallowsClustering(BaseDPMixture):
         "n_slices": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_items": [Interval(Integral, 1, None, closed="left"), None],
+        **SHARED_MOVE_CONSTRAINTS,
     }
 
     def __init__(
@@ -199,7 +260,10 @@ class DPMallowsClustering(BaseDPMixture):
         sigma_update="mh",
         n_gibbs=10,
         n_slices=3,
+        init="sequential",
         init_clusters=20,
+        alpha_prior=None,
+        n_split_merge=0,
         n_items=None,
         n_iter=200,
         burn_in=100,
@@ -225,7 +289,10 @@ class DPMallowsClustering(BaseDPMixture):
         self.sigma_update = sigma_update
         self.n_gibbs = n_gibbs
         self.n_slices = n_slices
+        self.init = init
         self.init_clusters = init_clusters
+        self.alpha_prior = alpha_prior
+        self.n_split_merge = n_split_merge
         self.n_items = n_items
 
     # -- hooks ---------------------------------------------------------------
@@ -265,6 +332,7 @@ class DPMallowsClustering(BaseDPMixture):
             )
         lengths = ranking_lengths(X)
         self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(X)
+        self._alpha_prior = self._resolve_alpha_prior(len(X))
         return X
 
     def _chain_factory(self, X):
@@ -283,7 +351,7 @@ class DPMallowsClustering(BaseDPMixture):
         init_clusters = min(self.init_clusters, X.shape[0])
 
         # a partial, not a closure: it pickles, so that chains can run in other
-        # processes; the engine appends the bit generator
+        # processes; the engine passes the bit generator, the last positional
         return partial(
             MallowsChain,
             X,
@@ -297,6 +365,9 @@ class DPMallowsClustering(BaseDPMixture):
             n_gibbs,
             n_slices,
             init_clusters,
+            alpha_prior=self._alpha_prior,
+            n_split_merge=self.n_split_merge,
+            sequential_init=self.init == "sequential",
         )
 
     def _check_new_data(self, X):
@@ -313,7 +384,7 @@ class DPMallowsClustering(BaseDPMixture):
         return X[:, :longest].copy()
 
     def _component_log_density(self, X, parameters):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         return _kernels.log_likelihood(X, sigmas, thetas)
 
     def _new_cluster_log_density(self, X):
@@ -321,7 +392,7 @@ class DPMallowsClustering(BaseDPMixture):
         return gammaln(n - ranking_lengths(X) + 1.0) - gammaln(n + 1.0)
 
     def _describe_clusters(self, parameters):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         self.central_rankings_ = sigmas
         thetas = np.array(thetas, dtype=np.float64)
         # Stage n - 1 of a full ranking has one item left and code 0 whatever
@@ -332,7 +403,7 @@ class DPMallowsClustering(BaseDPMixture):
         self.thetas_ = thetas
 
     def _sample_components(self, components, parameters, rng):
-        sigmas, thetas, _ = parameters
+        sigmas, thetas, _, _ = parameters
         t_max = self.n_features_in_
         X = np.full((len(components), t_max), -1, dtype=np.intp)
         lengths = rng.choice(

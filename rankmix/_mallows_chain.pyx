@@ -6,8 +6,11 @@ The chain holds the clustering and, per cluster, its central ranking sigma and s
 dispersions theta (Meila & Chen 2010). A sweep releases the GIL for all its work:
 the assignment step (eq. 11 for Slice-Gibbs; the Beta-function predictive of
 Figure 5 for Beta-Gibbs), then per cluster ``n_gibbs`` rounds of sigma | theta and
-theta | sigma. Clusters live in slots that are reused when a cluster empties, so
-no relabelling pass over the data is ever needed.
+theta | sigma, then ``n_split_merge`` split-merge proposals (``_split_merge``: an
+exact Metropolis-Hastings step that proposes the new clusters' sigma and theta),
+then (with ``alpha_prior``) alpha | K by Escobar & West's step, the DP prior's
+terms shared with every chain (``_dp_prior.pxd``). Clusters live in slots that are
+reused when a cluster empties, so no relabelling pass over the data is ever needed.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
 alpha (n - t_i)! / n! (Lemma 1) and their parameters are then drawn given the one
@@ -20,7 +23,7 @@ Sample-sigma-N1 (its Beta approximation) instead.
 
 import numpy as np
 
-from libc.math cimport INFINITY, exp, lgamma, log
+from libc.math cimport INFINITY, exp, expm1, lgamma, log
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -28,15 +31,44 @@ from numpy.random cimport bitgen_t
 from ._kernels cimport (
     Statistics, codes_one, intp_t, log_psi, mh_sigma, row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
-    theta_exact, transposition_pass, weighted_statistics,
+    theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
 )
 from ._consensus import number_by_first_appearance
+from ._dp_prior cimport (
+    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+)
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, random_beta, shuffle, uniform, uniform_index,
+    bitgen_pointer, draw_from_logs, log_pair, random_beta, shuffle, uniform,
+    uniform_index,
 )
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
+
+# Parameter sets of the split-merge scratch (rows of sm_sigma, sm_theta, ...): the
+# launch's two sides, the proposed (or current) sides and merged cluster, the
+# merge launch's draw, and the merge launch's reference theta.
+cdef enum:
+    SM_LAUNCH_A = 0
+    SM_LAUNCH_B = 1
+    SM_A = 2
+    SM_B = 3
+    SM_MERGED = 4
+    SM_LAUNCH_MERGED = 5
+    SM_REFERENCE = 6
+    SM_SETS = 7
+
+# Restricted Gibbs scans of the split-merge launch (Jain & Neal 2004's intermediate
+# scans): two took the launch from the anchors' allocation to a stable one on the
+# paper's data sets; each costs two parameter proposals and |S| two-way choices.
+cdef intp_t N_LAUNCH_SCANS = 2
+
+
+# What _propose_set does with a parameter set.
+cdef enum:
+    PROPOSE_LAUNCH = 0     # draw, by the cheap Beta update; no density
+    PROPOSE_DRAW = 1       # draw, and return the log proposal density
+    PROPOSE_EVALUATE = 2   # the log proposal density of the set's parameters
 
 
 cdef class MallowsChain:
@@ -65,6 +97,14 @@ cdef class MallowsChain:
         Number of clusters of the random initial clustering.
     bit_generator : numpy.random.BitGenerator
         This chain's own random stream.
+    alpha_prior : tuple (shape, rate) or None
+        Gamma prior of alpha, resampled each sweep by Escobar & West's step
+        (``_dp_prior.pxd``); None keeps alpha fixed.
+    n_split_merge : int
+        Split-merge proposals per sweep (:meth:`_split_merge`); 0 turns them off.
+    sequential_init : bool
+        Start by sequential prediction (:meth:`_initialise_sequential`) instead of
+        the random clustering into ``init_clusters``.
     """
 
     cdef object bit_generator
@@ -73,7 +113,13 @@ cdef class MallowsChain:
     cdef intp_t[::1] lengths
     cdef intp_t[::1] labels
     cdef intp_t N, n, T
-    cdef double alpha, nu, slice_width, log_n_factorial
+    cdef double nu, slice_width, log_n_factorial, log_alpha
+    cdef public double alpha
+    cdef bint sample_alpha
+    cdef double alpha_shape, alpha_rate
+    cdef intp_t n_split_merge
+    cdef public object split_merge_counts   # proposed / accepted splits and merges
+    cdef intp_t n_split, n_split_accepted, n_merge, n_merge_accepted
     cdef double[::1] r, log_z0, log_new
     cdef bint beta_gibbs, use_mh
     cdef intp_t n_gibbs, n_slices
@@ -120,6 +166,17 @@ cdef class MallowsChain:
     cdef double* code_logw     # (n,)
     cdef Statistics st
 
+    # split-merge scratch
+    cdef intp_t* sm_points     # (N,) the pair's other points S, in random order
+    cdef intp_t* sm_list       # (N,) the members of one side (or of the union)
+    cdef char* sm_side         # (N,) 1 if the point goes with i, 0 with j
+    cdef intp_t* sm_sigma      # (SM_SETS, n)
+    cdef intp_t* sm_pos        # (SM_SETS, n) inverse of sm_sigma
+    cdef double* sm_theta      # (SM_SETS, T)
+    cdef double* sm_norm       # (SM_SETS, T + 1) cumulative log psi_{n-1-j}
+    cdef double* sm_sums       # (SM_SETS, T) S_j(sigma) of the set's members
+    cdef double* sm_counts     # (SM_SETS, T) N_j of the set's members
+
     def __cinit__(self):
         statistics_init(&self.st)
 
@@ -127,7 +184,8 @@ cdef class MallowsChain:
         self, const intp_t[:, ::1] X, intp_t n_items, double alpha, double nu,
         const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
-        double slice_width=1.0,
+        double slice_width=1.0, alpha_prior=None, intp_t n_split_merge=0,
+        bint sequential_init=False,
     ):
         cdef intp_t t, i, j, k, n_init
         self.X = X
@@ -135,6 +193,11 @@ cdef class MallowsChain:
         self.T = X.shape[1]
         self.n = n_items
         self.alpha = alpha
+        self.log_alpha = log(alpha)
+        self.sample_alpha = alpha_prior is not None
+        if self.sample_alpha:
+            self.alpha_shape, self.alpha_rate = alpha_prior
+        self.n_split_merge = n_split_merge if X.shape[0] >= 2 else 0
         self.nu = nu
         self.r = np.array(r, dtype=np.float64)
         self.log_z0 = np.array(log_z0, dtype=np.float64)
@@ -149,9 +212,10 @@ cdef class MallowsChain:
         self.lengths = np.empty(self.N, dtype=np.intp)
         for i in range(self.N):
             self.lengths[i] = row_length(&X[i, 0], self.T)
-        # log alpha (n - t)! / n!: the new-cluster term of eq. (11), by length t
+        # log (n - t)! / n!: the new-cluster term of eq. (11) less log alpha, by
+        # length t (alpha changes when it is sampled)
         self.log_new = np.array(
-            [log(alpha) + lgamma(n_items - t + 1.0) - self.log_n_factorial
+            [lgamma(n_items - t + 1.0) - self.log_n_factorial
              for t in range(self.T + 1)]
         )
         self.labels = np.empty(self.N, dtype=np.intp)
@@ -171,6 +235,15 @@ cdef class MallowsChain:
         self.sums = <double*> malloc(max(self.T, 1) * sizeof(double))
         self.stage_n = <double*> malloc(max(self.T, 1) * sizeof(double))
         self.code_logw = <double*> malloc(self.n * sizeof(double))
+        self.sm_points = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
+        self.sm_list = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
+        self.sm_side = <char*> grow_array(NULL, self.N * sizeof(char))
+        self.sm_sigma = <intp_t*> grow_array(NULL, SM_SETS * self.n * sizeof(intp_t))
+        self.sm_pos = <intp_t*> grow_array(NULL, SM_SETS * self.n * sizeof(intp_t))
+        self.sm_theta = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
+        self.sm_norm = <double*> grow_array(NULL, SM_SETS * (self.T + 1) * sizeof(double))
+        self.sm_sums = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
+        self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
                 or self.local == NULL or self.st_local == NULL or self.unranked == NULL
                 or self.proposal == NULL or self.placed == NULL or self.taken == NULL
@@ -185,7 +258,10 @@ cdef class MallowsChain:
 
         n_init = max(1, min(init_clusters, self.N))
         with self.bit_generator.lock, nogil:
-            self._initialise(n_init)
+            if sequential_init:
+                self._initialise_sequential()
+            else:
+                self._initialise(n_init)
 
     def __dealloc__(self):
         statistics_free(&self.st)
@@ -203,6 +279,9 @@ cdef class MallowsChain:
         free(self.st_local); free(self.unranked); free(self.proposal)
         free(self.placed); free(self.taken); free(self.rho); free(self.weight)
         free(self.preceded); free(self.sums); free(self.stage_n); free(self.code_logw)
+        free(self.sm_points); free(self.sm_list); free(self.sm_side)
+        free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
+        free(self.sm_sums); free(self.sm_counts)
 
     # -- slots ---------------------------------------------------------------
 
@@ -341,11 +420,18 @@ cdef class MallowsChain:
     cdef inline void _codes(self, intp_t i, intp_t c, intp_t* out) noexcept nogil:
         codes_one(&self.X[i, 0], self.lengths[i], self.position + c * self.n, out)
 
-    cdef double _gm_log_likelihood(self, intp_t i, intp_t c) noexcept nogil:
+    cdef inline double _gm_log_likelihood(self, intp_t i, intp_t c) noexcept nogil:
+        return self._gm_at(i, self.position + c * self.n, self.theta + c * self.T,
+                           self.log_norm + c * (self.T + 1))
+
+    cdef inline double _gm_at(
+        self, intp_t i, const intp_t* pos, const double* th, const double* norm,
+    ) noexcept nogil:
+        """log GM(pi_i | sigma, theta), sigma given by its inverse ``pos`` and theta's
+        cumulative log psi by ``norm``."""
         cdef intp_t j, t = self.lengths[i]
-        cdef double* th = self.theta + c * self.T
-        cdef double value = -self.log_norm[c * (self.T + 1) + t]
-        self._codes(i, c, self.code)
+        cdef double value = -norm[t]
+        codes_one(&self.X[i, 0], t, pos, self.code)
         for j in range(t):
             value -= th[j] * self.code[j]
         return value
@@ -507,41 +593,49 @@ cdef class MallowsChain:
                 self.log_prob[a] = self.log_size[c] + self._beta_from_table(i, c)
             if self.log_prob[a] > high:
                 high = self.log_prob[a]
-        self.log_prob[self.slots.n_active] = self.log_new[self.lengths[i]]
+        self.log_prob[self.slots.n_active] = self.log_alpha + self.log_new[self.lengths[i]]
         if self.log_prob[self.slots.n_active] > high:
             high = self.log_prob[self.slots.n_active]
         return high
 
     cdef int _assign(self) except -1 nogil:
         """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
-        cdef intp_t i, c, c_old, choice, j
-        cdef bint alive
+        cdef intp_t i, c_old
         for i in range(self.N):
             c_old = self.labels[i]
             self._remove(i)
-            alive = self.size[c_old] > 0
-            self._score(i)
-            choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
-            if choice == self.slots.n_active:
-                c = self._open_slot()
-                self._new_cluster(c, i)
-            else:
-                c = self.slots.active[choice]
-                if self.beta_gibbs:
-                    if c == c_old:
-                        self._add_stats(c, i, self.old_code, 1.0)
-                    else:
-                        self._codes(i, c, self.code)
-                        self._add_stats(c, i, self.code, 1.0)
-                        # a ranking of length t changes the statistics of its
-                        # first t stages only
-                        for j in range(self.lengths[i]):
-                            self._refresh_stage(c, j)
-            if self.beta_gibbs and alive and c != c_old:
-                for j in range(self.lengths[i]):
-                    self._refresh_stage(c_old, j)
-            self._resize(c, 1)
-            self.labels[i] = c
+            self._seat(i, c_old, self.size[c_old] > 0)
+        return 0
+
+    cdef int _seat(self, intp_t i, intp_t c_old, bint alive) except -1 nogil:
+        """Draw ranking i's cluster given the clusters of the others.
+
+        Ranking i is in no cluster; it left ``c_old`` (-1 if none: the sequential
+        start), which still holds rankings if ``alive``.
+        """
+        cdef intp_t c, choice, j
+        self._score(i)
+        choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
+        if choice == self.slots.n_active:
+            c = self._open_slot()
+            self._new_cluster(c, i)
+        else:
+            c = self.slots.active[choice]
+            if self.beta_gibbs:
+                if c == c_old:
+                    self._add_stats(c, i, self.old_code, 1.0)
+                else:
+                    self._codes(i, c, self.code)
+                    self._add_stats(c, i, self.code, 1.0)
+                    # a ranking of length t changes the statistics of its
+                    # first t stages only
+                    for j in range(self.lengths[i]):
+                        self._refresh_stage(c, j)
+        if self.beta_gibbs and alive and c != c_old:
+            for j in range(self.lengths[i]):
+                self._refresh_stage(c_old, j)
+        self._resize(c, 1)
+        self.labels[i] = c
         return 0
 
     cdef void _group_members(self) noexcept nogil:
@@ -618,12 +712,14 @@ cdef class MallowsChain:
         return 0
 
     cdef double _compute_log_joint(self) noexcept nogil:
-        """log p(c, sigma, theta, X) with the exact model (constants included)."""
+        """log p(c, sigma, theta, X | alpha) with the exact model (constants included),
+        plus log p(alpha) when alpha is sampled."""
         cdef intp_t a, c, i, j
-        cdef double value = self.slots.n_active * log(self.alpha)
+        cdef double value = crp_log_normaliser(self.alpha, self.slots.n_active, self.N)
         cdef double* th
+        if self.sample_alpha:
+            value += gamma_log_density(self.alpha, self.alpha_shape, self.alpha_rate)
         for i in range(self.N):
-            value -= log(self.alpha + i)
             value += self._gm_log_likelihood(i, self.labels[i])
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
@@ -633,6 +729,28 @@ cdef class MallowsChain:
                 value -= self.nu * (th[j] * self.r[j] + log_psi(self.n - 1 - j, th[j]))
                 value -= self.log_z0[j]
         return value
+
+    cdef int _initialise_sequential(self) except -1 nogil:
+        """Sequential prediction (Liang et al. 2007, sec. 5.1), as the collapsed core.
+
+        The rankings join one at a time in a uniformly random order, each drawn
+        into an existing cluster or a new one given those placed before it (the
+        assignment step over a growing data set, one scan's cost); a new cluster's
+        parameters are drawn from its first ranking, as in the assignment step.
+        Then every cluster's parameters are updated from all its members.
+        """
+        cdef intp_t r, i
+        cdef intp_t* order = self.sm_points   # split-merge scratch, unused yet
+        for r in range(self.N):
+            order[r] = r
+            self.labels[r] = -1
+        shuffle(order, self.N, self.rng)
+        for r in range(self.N):
+            i = order[r]
+            self._seat(i, -1, False)
+        self._update_parameters()
+        self.log_joint = self._compute_log_joint()
+        return 0
 
     cdef int _initialise(self, intp_t n_init) except -1 nogil:
         """A random clustering with n_init clusters, then parameters fitted to it."""
@@ -663,16 +781,378 @@ cdef class MallowsChain:
         self.log_joint = self._compute_log_joint()
         return 0
 
+    # -- split-merge (Jain & Neal 2004, with explicit cluster parameters) ----------
+
+    cdef double _set_log_score(self, intp_t k) noexcept nogil:
+        """log P0(sigma, theta) + sum of log GM over the members, for parameter set k.
+
+        From the set's stage sums S_j and counts N_j: the GM log-likelihood of the
+        members is sum_j [-theta_j S_j - N_j log psi_{n-1-j}(theta_j)], so this is a
+        cluster's term of the log joint less its CRP factor Gamma(n_k).
+        """
+        cdef intp_t j
+        cdef double lp, value = -self.log_n_factorial
+        cdef double* th = self.sm_theta + k * self.T
+        for j in range(self.T):
+            lp = log_psi(self.n - 1 - j, th[j])
+            value -= (self.nu * (th[j] * self.r[j] + lp) + self.log_z0[j]
+                      + th[j] * self.sm_sums[k * self.T + j]
+                      + self.sm_counts[k * self.T + j] * lp)
+        return value
+
+    cdef double _propose_set(
+        self, const intp_t* points, intp_t m, const double* theta_ref, intp_t k,
+        int how,
+    ) noexcept nogil:
+        """Draw or evaluate (``how``) parameter set k for ``points``.
+
+        The proposal Q(sigma, theta | points, theta_ref): sigma by the stagewise
+        proposal of the MH sigma step under theta_ref, then each theta_j from its
+        exact conditional given sigma, density (10) with a = nu r_j + S_j(sigma),
+        b = nu + N_j, drawn by ``theta_exact`` and evaluated with the normaliser
+        ``theta_log_normaliser``. Returns log Q of the set's (sigma, theta)
+        (PROPOSE_DRAW, PROPOSE_EVALUATE); PROPOSE_LAUNCH draws theta by the
+        Beta-Gibbs update (12) instead, cheaper and with no density, which the
+        launch does not need. Leaves S_j and N_j in the set's rows of sm_sums
+        and sm_counts and fills its sm_pos and sm_norm. ``theta_ref`` is read
+        before the set's theta is written (they may alias).
+        """
+        cdef intp_t j, d, D
+        cdef double log_z, log_q, a, b, x
+        cdef intp_t* sig = self.sm_sigma + k * self.n
+        cdef intp_t* pos = self.sm_pos + k * self.n
+        cdef double* th = self.sm_theta + k * self.T
+        cdef double* sums = self.sm_sums + k * self.T
+        cdef double* counts = self.sm_counts + k * self.T
+        statistics_build(&self.st, &self.X[0, 0], self.T, points, m, self.n, self.local)
+        D = self.st.n_ranked
+        for j in range(self.T):
+            counts[j] = 0.0
+            for d in range(D):
+                counts[j] += self.st.counts[d * self.T + j]
+        weighted_statistics(
+            D, self.T, self.st.counts, self.st.n_pairs, self.st.pair_first,
+            self.st.pair_second, self.st.pair_stage, self.st.pair_count, theta_ref,
+            self.weight, self.preceded,
+        )
+        log_q = stagewise(self.n, D, self.st.items, self.weight, self.preceded,
+                          NULL if how == PROPOSE_EVALUATE else self.rng, sig, &log_z,
+                          self.st_local, self.rho, self.placed, self.unranked)
+        for j in range(self.n):
+            pos[sig[j]] = j
+        stage_sums(
+            D, self.T, self.st.items, self.st.counts, self.st.n_pairs,
+            self.st.pair_first, self.st.pair_second, self.st.pair_stage,
+            self.st.pair_count, pos, sums,
+        )
+        for j in range(self.T):
+            a = self.nu * self.r[j] + sums[j]
+            b = self.nu + counts[j]
+            if how == PROPOSE_LAUNCH:
+                x = random_beta(self.rng, a, b + 1.0)
+                th[j] = -log(x) if x > 1e-300 else 690.0
+                continue
+            if how == PROPOSE_DRAW:
+                th[j] = theta_exact(a, b, self.n - 1 - j, self.rng)
+            # a stage no member reaches keeps the prior, whose normaliser is known
+            log_q += (-a * th[j] - b * log_psi(self.n - 1 - j, th[j])
+                      - (self.log_z0[j] if counts[j] == 0.0
+                         else theta_log_normaliser(a, b, self.n - 1 - j)))
+        self._fill_norm(k)
+        return log_q
+
+    cdef void _fill_norm(self, intp_t k) noexcept nogil:
+        cdef intp_t j
+        cdef double* th = self.sm_theta + k * self.T
+        cdef double* norm = self.sm_norm + k * (self.T + 1)
+        norm[0] = 0.0
+        for j in range(self.T):
+            norm[j + 1] = norm[j] + log_psi(self.n - 1 - j, th[j])
+
+    cdef intp_t _gather(self, intp_t anchor, intp_t m, int side) noexcept nogil:
+        """sm_list: the anchor, then the points of S on ``side`` (1: i's, 0: j's,
+        -1: all of S). Returns their number."""
+        cdef intp_t r, k, count = 1
+        self.sm_list[0] = anchor
+        for r in range(m):
+            k = self.sm_points[r]
+            if side < 0 or self.sm_side[k] == side:
+                self.sm_list[count] = k
+                count += 1
+        return count
+
+    cdef double _restricted_scan(self, intp_t m, intp_t forced_a) noexcept nogil:
+        """One restricted Gibbs scan of S between the launch's two sides.
+
+        Each point k of S in turn goes with i with probability proportional to
+        n_A(-k) GM(pi_k | launch A), else with j, given the others' current sides
+        and the launch parameters. With ``forced_a`` >= 0 nothing is drawn: k goes
+        with i iff it is in slot ``forced_a``. Returns the log-probability of the
+        sides taken.
+        """
+        cdef intp_t r, k, n_a = 1, n_b = 1
+        cdef double la, lb, log_a, log_b, log_q = 0.0
+        cdef bint to_a
+        for r in range(m):
+            if self.sm_side[self.sm_points[r]]:
+                n_a += 1
+            else:
+                n_b += 1
+        for r in range(m):
+            k = self.sm_points[r]
+            if self.sm_side[k]:
+                n_a -= 1
+            else:
+                n_b -= 1
+            la = log(<double> n_a) + self._gm_at(
+                k, self.sm_pos + SM_LAUNCH_A * self.n, self.sm_theta + SM_LAUNCH_A * self.T,
+                self.sm_norm + SM_LAUNCH_A * (self.T + 1))
+            lb = log(<double> n_b) + self._gm_at(
+                k, self.sm_pos + SM_LAUNCH_B * self.n, self.sm_theta + SM_LAUNCH_B * self.T,
+                self.sm_norm + SM_LAUNCH_B * (self.T + 1))
+            log_pair(la, lb, &log_a, &log_b)
+            if forced_a >= 0:
+                to_a = self.labels[k] == forced_a
+            else:
+                to_a = log(uniform(self.rng)) < log_a
+            log_q += log_a if to_a else log_b
+            self.sm_side[k] = to_a
+            if to_a:
+                n_a += 1
+            else:
+                n_b += 1
+        return log_q
+
+    cdef void _anchor_positions(self, intp_t i, intp_t k) noexcept nogil:
+        """sm_pos of set k: pi_i's items first, in its order, then the others by id."""
+        cdef intp_t j, item, r
+        cdef intp_t* pos = self.sm_pos + k * self.n
+        for item in range(self.n):
+            pos[item] = -1
+        for j in range(self.lengths[i]):
+            pos[self.X[i, j]] = j
+        r = self.lengths[i]
+        for item in range(self.n):
+            if pos[item] < 0:
+                pos[item] = r
+                r += 1
+
+    cdef intp_t _code_total(self, intp_t k, intp_t s) noexcept nogil:
+        cdef intp_t j, total = 0
+        codes_one(&self.X[k, 0], self.lengths[k], self.sm_pos + s * self.n, self.code)
+        for j in range(self.lengths[k]):
+            total += self.code[j]
+        return total
+
+    cdef void _launch(self, intp_t i, intp_t j, intp_t m) noexcept nogil:
+        """The launch state, drawn from (i, j, S) alone, alike for a split and a merge.
+
+        S's points first go with the anchor whose ranking (completed by item id) is
+        nearer in code total (a tie by a coin); then N_LAUNCH_SCANS rounds of:
+        each side's parameters from Q(. | side, its previous theta; 1 at first),
+        then a restricted Gibbs scan. Last, the merge launch: sigma, theta from
+        Q(. | S u {i, j}, the sides' size-weighted theta), whose theta is the merged
+        proposal's reference.
+        """
+        cdef intp_t r, k, s, n_a, n_b, d_a, d_b, total
+        cdef double* ref = self.sm_theta + SM_REFERENCE * self.T
+        self._anchor_positions(i, SM_LAUNCH_A)
+        self._anchor_positions(j, SM_LAUNCH_B)
+        for r in range(m):
+            k = self.sm_points[r]
+            d_a = self._code_total(k, SM_LAUNCH_A)
+            d_b = self._code_total(k, SM_LAUNCH_B)
+            self.sm_side[k] = d_a < d_b or (d_a == d_b and uniform(self.rng) < 0.5)
+        for r in range(self.T):
+            self.sm_theta[SM_LAUNCH_A * self.T + r] = 1.0
+            self.sm_theta[SM_LAUNCH_B * self.T + r] = 1.0
+        for s in range(N_LAUNCH_SCANS):
+            n_a = self._gather(i, m, 1)
+            self._propose_set(self.sm_list, n_a, self.sm_theta + SM_LAUNCH_A * self.T,
+                              SM_LAUNCH_A, PROPOSE_LAUNCH)
+            n_b = self._gather(j, m, 0)
+            self._propose_set(self.sm_list, n_b, self.sm_theta + SM_LAUNCH_B * self.T,
+                              SM_LAUNCH_B, PROPOSE_LAUNCH)
+            self._restricted_scan(m, -1)
+        n_a = self._gather(i, m, 1)
+        n_b = m + 2 - n_a
+        for r in range(self.T):
+            ref[r] = (n_a * self.sm_theta[SM_LAUNCH_A * self.T + r]
+                      + n_b * self.sm_theta[SM_LAUNCH_B * self.T + r]) / (m + 2.0)
+        total = self._gather_union(i, j, m)
+        self._propose_set(self.sm_list, total, ref, SM_LAUNCH_MERGED, PROPOSE_LAUNCH)
+
+    cdef intp_t _gather_union(self, intp_t i, intp_t j, intp_t m) noexcept nogil:
+        """sm_list: i, S, then j. Returns m + 2."""
+        self._gather(i, m, -1)
+        self.sm_list[m + 1] = j
+        return m + 2
+
+    cdef void _copy_slot(self, intp_t c, intp_t k) noexcept nogil:
+        """Slot c's (sigma, theta) into parameter set k."""
+        memcpy(self.sm_sigma + k * self.n, self.sigma + c * self.n, self.n * sizeof(intp_t))
+        memcpy(self.sm_theta + k * self.T, self.theta + c * self.T, self.T * sizeof(double))
+
+    cdef int _install(self, intp_t c, intp_t k) except -1 nogil:
+        """Parameter set k becomes slot c's (sigma, theta) (and Beta-Gibbs stats)."""
+        memcpy(self.sigma + c * self.n, self.sm_sigma + k * self.n, self.n * sizeof(intp_t))
+        memcpy(self.theta + c * self.T, self.sm_theta + k * self.T, self.T * sizeof(double))
+        if self.beta_gibbs:
+            memcpy(self.code_sum + c * self.T, self.sm_sums + k * self.T, self.T * sizeof(double))
+            memcpy(self.stage_count + c * self.T, self.sm_counts + k * self.T,
+                   self.T * sizeof(double))
+        self._refresh(c)
+        return 0
+
+    cdef int _split_merge(self) except -1 nogil:
+        """One split-merge proposal and its Metropolis-Hastings decision.
+
+        The state is the clustering c and each cluster's (sigma, theta); the target
+        is p(c, sigma, theta | X, alpha) proportional to the CRP prior times, per
+        cluster k, P0(sigma_k, theta_k) prod_{x in k} GM(x | sigma_k, theta_k)
+        (``_set_log_score`` is the log of that cluster factor, F(k), less
+        log Gamma(n_k)).
+
+        Proposal (Jain & Neal 2004's restricted Gibbs split-merge, here with
+        explicit parameters). Draw an ordered pair (i, j) of distinct rankings
+        uniformly and a uniform random order of S, the other rankings of c_i's and
+        c_j's clusters, and build the launch state (:meth:`_launch`) from (i, j, S)
+        alone: a two-way allocation of S with launch parameters (sigma^A, theta^A),
+        (sigma^B, theta^B) for i's and j's sides, and a reference theta^M for the
+        union U = S u {i, j}. Let Q(sigma, theta | D, theta_ref) be the parameter
+        proposal of :meth:`_propose_set` (stagewise sigma under theta_ref, then
+        theta from its exact conditional given sigma), a density we can evaluate
+        at any (sigma, theta).
+
+        * Split, if c_i = c_j = C. One restricted Gibbs scan from the launch
+          allocates S to A (with i) and B (with j), with probability
+          q_alloc(A, B) = prod over S of the chosen side's probability; then
+          (sigma_A, theta_A) ~ Q(. | A, theta^A), (sigma_B, theta_B) ~
+          Q(. | B, theta^B). Its reverse is the merge of A and B proposed from
+          the same (i, j, order, launch): it proposes C's old (sigma_C, theta_C)
+          with density Q(sigma_C, theta_C | U, theta^M). So
+
+              log r = log alpha + log Gamma(n_A) + log Gamma(n_B) - log Gamma(n_C)
+                      + F(A) + F(B) - F(C)
+                      + log Q(sigma_C, theta_C | U, theta^M)
+                      - log q_alloc(A, B) - log Q(sigma_A, theta_A | A, theta^A)
+                      - log Q(sigma_B, theta_B | B, theta^B).
+
+        * Merge, if c_i != c_j. (sigma_M, theta_M) ~ Q(. | U, theta^M). Its reverse
+          is the split of U from the same launch that restores the current
+          clusters: the restricted scan forced to the current sides (q_alloc of
+          the current allocation, A = c_i's cluster) and the current parameters'
+          Q(sigma_{c_i}, theta_{c_i} | A, theta^A) Q(sigma_{c_j}, theta_{c_j} |
+          B, theta^B). log r is minus the split's formula with the roles swapped.
+
+        The pair, the order and the launch are drawn alike whichever the state
+        (they depend on the two clusters' union only), so they are auxiliary
+        variables of a Metropolis-Hastings step on the augmented space, and the
+        move leaves the posterior p(c, sigma, theta | X, alpha) invariant (Jain
+        & Neal 2004, sec. 3; Tierney 1998).
+
+        With ``sampler="beta-gibbs"`` the same step is run: it preserves the
+        exact posterior above (the Slice-Gibbs target, with the GM likelihood and
+        the B~eta prior), not the Beta approximation that the Beta-Gibbs moves
+        target, so that chain is exact for neither; there the move only helps the
+        clustering mix. Its Beta-Gibbs statistics are rebuilt for the new clusters.
+        """
+        cdef intp_t i, j, k, r, m, ci, cj, c_new, n_a, n_b, n_u
+        cdef double log_ratio, log_q, log_back, f_a, f_b, f_u
+        m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
+        ci = self.labels[i]
+        cj = self.labels[j]
+        self._launch(i, j, m)
+        if ci == cj:
+            self.n_split += 1
+            log_q = self._restricted_scan(m, -1)
+            n_a = self._gather(i, m, 1)
+            log_q += self._propose_set(
+                self.sm_list, n_a, self.sm_theta + SM_LAUNCH_A * self.T, SM_A, PROPOSE_DRAW)
+            f_a = self._set_log_score(SM_A)
+            n_b = self._gather(j, m, 0)
+            log_q += self._propose_set(
+                self.sm_list, n_b, self.sm_theta + SM_LAUNCH_B * self.T, SM_B, PROPOSE_DRAW)
+            f_b = self._set_log_score(SM_B)
+            n_u = self._gather_union(i, j, m)
+            self._copy_slot(ci, SM_MERGED)
+            log_back = self._propose_set(
+                self.sm_list, n_u, self.sm_theta + SM_LAUNCH_MERGED * self.T, SM_MERGED,
+                PROPOSE_EVALUATE)
+            f_u = self._set_log_score(SM_MERGED)
+            log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
+                         - lgamma(<double> n_u) + f_a + f_b - f_u + log_back - log_q)
+            if log(uniform(self.rng)) < log_ratio:
+                self.n_split_accepted += 1
+                c_new = self._open_slot()
+                self._install(ci, SM_A)
+                self._install(c_new, SM_B)
+                self.labels[j] = c_new
+                for r in range(m):
+                    k = self.sm_points[r]
+                    if not self.sm_side[k]:
+                        self.labels[k] = c_new
+                self._resize(ci, -n_b)
+                self._resize(c_new, n_b)
+            return 0
+
+        self.n_merge += 1
+        n_u = self._gather_union(i, j, m)
+        log_q = self._propose_set(
+            self.sm_list, n_u, self.sm_theta + SM_LAUNCH_MERGED * self.T, SM_MERGED, PROPOSE_DRAW)
+        f_u = self._set_log_score(SM_MERGED)
+        log_back = self._restricted_scan(m, ci)
+        n_a = self._gather(i, m, 1)
+        self._copy_slot(ci, SM_A)
+        log_back += self._propose_set(
+            self.sm_list, n_a, self.sm_theta + SM_LAUNCH_A * self.T, SM_A, PROPOSE_EVALUATE)
+        f_a = self._set_log_score(SM_A)
+        n_b = self._gather(j, m, 0)
+        self._copy_slot(cj, SM_B)
+        log_back += self._propose_set(
+            self.sm_list, n_b, self.sm_theta + SM_LAUNCH_B * self.T, SM_B, PROPOSE_EVALUATE)
+        f_b = self._set_log_score(SM_B)
+        # minus the split's log ratio, whose merge proposal density is log_q here
+        # and whose split proposal density log_back
+        log_ratio = -(log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
+                      - lgamma(<double> n_u) + f_a + f_b - f_u + log_q - log_back)
+        if log(uniform(self.rng)) < log_ratio:
+            self.n_merge_accepted += 1
+            for r in range(m):
+                k = self.sm_points[r]
+                self.labels[k] = ci
+            self.labels[j] = ci
+            self._install(ci, SM_MERGED)
+            self._resize(ci, n_b)
+            self._resize(cj, -n_b)
+            self._close_slot(cj)
+        return 0
+
+    cdef void _update_alpha(self) noexcept nogil:
+        """alpha | K, N by Escobar & West (1995): given the clustering, alpha is
+        independent of sigma, theta and the data."""
+        self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
+                                  self.alpha_shape, self.alpha_rate)
+        self.log_alpha = log(self.alpha)
+
     # -- Python interface ------------------------------------------------------------
 
     def sweep(self, intp_t n_sweeps=1):
         """Run ``n_sweeps`` full sweeps with the GIL released."""
-        cdef intp_t s
+        cdef intp_t s, t
         with self.bit_generator.lock, nogil:
             for s in range(n_sweeps):
                 self._assign()
                 self._update_parameters()
+                for t in range(self.n_split_merge):
+                    self._split_merge()
+                if self.sample_alpha:
+                    self._update_alpha()
             self.log_joint = self._compute_log_joint()
+        self.split_merge_counts = {
+            "split_proposed": self.n_split, "split_accepted": self.n_split_accepted,
+            "merge_proposed": self.n_merge, "merge_accepted": self.n_merge_accepted,
+        }
 
     @property
     def n_clusters(self):
@@ -686,6 +1166,8 @@ cdef class MallowsChain:
         labels : ndarray of shape (N,), dtype int32
         sigmas : ndarray of shape (K, n)
         thetas : ndarray of shape (K, T)
+        alpha : float
+            The concentration of this state.
         sizes : ndarray of shape (K,)
         """
         labels, order = number_by_first_appearance(
@@ -694,7 +1176,7 @@ cdef class MallowsChain:
         sigmas = np.asarray(<intp_t[:capacity * self.n]> self.sigma).reshape(capacity, self.n)[order]
         thetas = np.asarray(<double[:capacity * self.T]> self.theta).reshape(capacity, self.T)[order]
         sizes = np.asarray(<intp_t[:capacity]> self.size)[order]
-        return labels, sigmas, thetas, sizes
+        return labels, sigmas, thetas, self.alpha, sizes
 
     def assignment_log_weights(self, intp_t i):
         """The unnormalised log-probabilities of ranking i's next assignment.

@@ -7,7 +7,7 @@ no global RNG state, so chains run side by side in threads and the draws depend 
 on the chain's seed.
 """
 
-from libc.math cimport exp, log
+from libc.math cimport exp, log, log1p
 from numpy.random cimport bitgen_t
 
 
@@ -74,3 +74,17 @@ cdef inline void shuffle(Py_ssize_t* values, Py_ssize_t n, bitgen_t* rng) noexce
         value = values[r]
         values[r] = values[t]
         values[t] = value
+
+
+cdef inline void log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
+    """log(e^la / (e^la + e^lb)) and log(e^lb / (e^la + e^lb)), without overflow.
+
+    The two-way choice of the split-merge moves (a point goes with i or with j).
+    """
+    cdef double diff = lb - la
+    if diff > 0.0:
+        log_b[0] = -log1p(exp(-diff))
+        log_a[0] = -diff + log_b[0]
+    else:
+        log_a[0] = -log1p(exp(diff))
+        log_b[0] = diff + log_a[0]

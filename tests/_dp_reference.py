@@ -53,6 +53,7 @@ import functools
 import math
 
 import numpy as np
+from scipy import integrate, optimize
 
 try:  # imported as part of the ``tests`` package
     from . import _reference as ref
@@ -70,6 +71,9 @@ __all__ = [
     "n_clusters_distribution",
     "log_predictive",
     "empirical_partition_distribution",
+    "log_alpha_integral",
+    "alpha_integrated_posterior",
+    "exact_partition_posterior_with_alpha",
 ]
 
 
@@ -312,6 +316,122 @@ def log_evidence(X, n, alpha, nu, r):
     n, nu, rows, rvec = _setup(X, n, nu, r)
     _, logw, _ = _partition_log_weights(rows, n, alpha, nu, rvec)
     return _logsumexp(logw)
+
+
+# ---------------------------------------------------------------------------
+# alpha ~ Gamma(shape a, rate b) integrated out (Escobar & West 1995)
+# ---------------------------------------------------------------------------
+#
+# P(c | alpha) depends on alpha only through alpha^K / AF(alpha, N), AF the
+# ascending factorial alpha (alpha + 1) ... (alpha + N - 1), so integrating alpha
+# out of P(c | alpha) Gamma(alpha; a, b) gives W(K) prod_k (|C_k| - 1)!, with
+# W(K) = int Gamma(alpha; a, b) alpha^K / AF(alpha, N) d alpha (1-D quad).
+
+
+def _log_alpha_integrand(t, K, N, a, b, power):
+    """log of ``alpha^power Gamma(alpha; a, b) alpha^K / AF(alpha, N) * alpha``.
+
+    At ``alpha = e^t``.
+
+    The trailing ``alpha`` is the Jacobian of ``alpha = e^t``. Uses
+    ``alpha^K / AF(alpha, N) = alpha^(K-1) Gamma(alpha+1) / Gamma(alpha+N)`` so
+    that it stays finite as ``alpha -> 0``.
+    """
+    alpha = math.exp(t) if t < 700 else math.inf
+    if alpha == math.inf:
+        return -math.inf
+    return (
+        a * math.log(b)
+        - math.lgamma(a)
+        + (a + K + power - 1) * t
+        - b * alpha
+        - math.lgamma(alpha + N)
+        + math.lgamma(alpha + 1)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def log_alpha_integral(K, N, a, b, power=0):
+    """``log int_0^inf alpha^power Gamma(alpha; a, b) alpha^K / AF(alpha, N) d alpha``.
+
+    ``Gamma(.; a, b)`` is shape ``a``, RATE ``b``. Computed with ``quad`` in
+    ``t = log alpha`` on both sides of the mode of the integrand.
+    """
+    K, N, power = int(K), int(N), int(power)
+    a, b = float(a), float(b)
+    if not (a > 0 and b > 0):
+        raise ValueError("a and b must be > 0")
+    if not 1 <= K <= N:
+        raise ValueError(f"need 1 <= K <= N, got K={K}, N={N}")
+
+    def h(t):
+        return _log_alpha_integrand(t, K, N, a, b, power)
+
+    # h is concave in t; its derivative c - b alpha - sum_{i<N} alpha/(alpha+i)
+    # decreases from c = a + K + power - 1 > 0 to -inf: the mode is its root.
+    c = a + K + power - 1
+
+    def dh(t):
+        alpha = math.exp(t)
+        return c - b * alpha - sum(alpha / (alpha + i) for i in range(1, N))
+
+    t_lo, t_hi = -60.0, math.log(c / b) + 1.0
+    tm = optimize.brentq(dh, t_lo, t_hi, xtol=1e-12) if dh(t_lo) > 0 else t_lo
+    hm = h(tm)
+
+    def f(t):
+        return math.exp(h(t) - hm)
+
+    opts = dict(epsabs=0.0, epsrel=1e-12, limit=500)
+    left = integrate.quad(f, -np.inf, tm, **opts)[0]
+    right = integrate.quad(f, tm, np.inf, **opts)[0]
+    return hm + math.log(left + right)
+
+
+def alpha_integrated_posterior(N, block_log_marginal, a, b):
+    """Posterior over clusterings of N points with ``alpha ~ Gamma(a, rate b)`` out.
+
+    ``block_log_marginal(block)`` is log m(block) for a tuple of point indices,
+    whatever the model. Returns ``(posterior, alpha_mean)``: ``posterior`` is
+    ``{label tuple: P(c | X)}`` with ``P(c | X) ∝ W(K) prod_k (|C_k| - 1)!
+    m(C_k)`` and ``alpha_mean = E[alpha | X] = sum_c P(c | X) E[alpha | K(c)]``,
+    ``E[alpha | K] = W_1(K) / W_0(K)`` (``W_p`` = `log_alpha_integral` with
+    ``power=p``, exponentiated).
+    """
+    parts = set_partitions(N)
+    logw, Ks = [], []
+    for c in parts:
+        bl = _blocks(c)
+        Ks.append(len(bl))
+        logw.append(
+            log_alpha_integral(len(bl), N, a, b)
+            + sum(math.lgamma(len(B)) for B in bl)
+            + sum(block_log_marginal(B) for B in bl)
+        )
+    lse = _logsumexp(logw)
+    post = {c: math.exp(w - lse) for c, w in zip(parts, logw)}
+    mean = sum(
+        p
+        * math.exp(
+            log_alpha_integral(K, N, a, b, 1) - log_alpha_integral(K, N, a, b, 0)
+        )
+        for p, K in zip(post.values(), Ks)
+    )
+    return post, float(mean)
+
+
+def exact_partition_posterior_with_alpha(X, n, a, b, nu, r):
+    """`exact_partition_posterior` with ``alpha ~ Gamma(shape a, rate b)`` out.
+
+    Returns ``(posterior, alpha_mean)`` as `alpha_integrated_posterior`.
+    """
+    n, nu, rows, rvec = _setup(X, n, nu, r)
+    return alpha_integrated_posterior(
+        len(rows),
+        lambda block: _log_marginal_rows([rows[i] for i in block], n, nu, rvec),
+        a,
+        b,
+    )
 
 
 def coclustering_matrix(posterior):

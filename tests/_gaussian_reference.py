@@ -112,7 +112,7 @@ import itertools
 import math
 
 import numpy as np
-from scipy import integrate, optimize, special
+from scipy import special
 
 try:  # imported as part of the ``tests`` package
     from . import _dp_reference as dpr
@@ -125,6 +125,7 @@ crp_log_prior = dpr.crp_log_prior
 coclustering_matrix = dpr.coclustering_matrix
 n_clusters_distribution = dpr.n_clusters_distribution
 empirical_partition_distribution = dpr.empirical_partition_distribution
+log_alpha_integral = dpr.log_alpha_integral
 
 __all__ = [
     # re-exported from _dp_reference
@@ -581,98 +582,17 @@ def log_predictive_density(x_new, X, alpha, covariance_type, m0, kappa0, nu0, ps
 # ---------------------------------------------------------------------------
 
 
-def _log_alpha_integrand(t, K, N, a, b, power):
-    """``log`` of ``alpha^power Gamma(alpha; a, b) alpha^K / AF(alpha, N) * alpha`` at ``alpha = e^t``.
-
-    The trailing ``alpha`` is the Jacobian of ``alpha = e^t``. Uses
-    ``alpha^K / AF(alpha, N) = alpha^(K-1) Gamma(alpha+1) / Gamma(alpha+N)`` so
-    that it stays finite as ``alpha -> 0``.
-    """
-    alpha = math.exp(t) if t < 700 else math.inf
-    if alpha == math.inf:
-        return -math.inf
-    return (
-        a * math.log(b)
-        - math.lgamma(a)
-        + (a + K + power - 1) * t
-        - b * alpha
-        - math.lgamma(alpha + N)
-        + math.lgamma(alpha + 1)
-    )
-
-
-@functools.lru_cache(maxsize=None)
-def log_alpha_integral(K, N, a, b, power=0):
-    """``log int_0^inf alpha^power Gamma(alpha; a, b) alpha^K / AF(alpha, N) d alpha``.
-
-    ``Gamma(.; a, b)`` is shape ``a``, RATE ``b``. Computed with ``quad`` in
-    ``t = log alpha`` on both sides of the mode of the integrand.
-    """
-    K, N, power = int(K), int(N), int(power)
-    a, b = float(a), float(b)
-    if not (a > 0 and b > 0):
-        raise ValueError("a and b must be > 0")
-    if not 1 <= K <= N:
-        raise ValueError(f"need 1 <= K <= N, got K={K}, N={N}")
-
-    def h(t):
-        return _log_alpha_integrand(t, K, N, a, b, power)
-
-    # h is concave in t; its derivative c - b alpha - sum_{i<N} alpha/(alpha+i)
-    # decreases from c = a + K + power - 1 > 0 to -inf: the mode is its root.
-    c = a + K + power - 1
-
-    def dh(t):
-        alpha = math.exp(t)
-        return c - b * alpha - sum(alpha / (alpha + i) for i in range(1, N))
-
-    t_lo, t_hi = -60.0, math.log(c / b) + 1.0
-    tm = optimize.brentq(dh, t_lo, t_hi, xtol=1e-12) if dh(t_lo) > 0 else t_lo
-    hm = h(tm)
-
-    def f(t):
-        return math.exp(h(t) - hm)
-
-    opts = dict(epsabs=0.0, epsrel=1e-12, limit=500)
-    left = integrate.quad(f, -np.inf, tm, **opts)[0]
-    right = integrate.quad(f, tm, np.inf, **opts)[0]
-    return hm + math.log(left + right)
-
-
 def exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0, kappa0, nu0, psi0):
-    """Posterior over clusterings with ``alpha ~ Gamma(shape=a, rate=b)`` integrated out.
+    """Posterior over clusterings with ``alpha ~ Gamma(shape=a, rate=b)`` out.
 
     Returns ``(posterior, alpha_mean)``: ``posterior`` is ``{label tuple:
     P(c | X)}`` with ``P(c | X) ∝ int Gamma(alpha; a, b) P(c | alpha) d alpha
-    prod_k p(X_{C_k})`` and ``alpha_mean = E[alpha | X] = sum_c P(c | X)
-    E[alpha | K(c)]``, ``E[alpha | K] = W_1(K) / W_0(K)`` (``W_p`` =
-    `log_alpha_integral` with ``power=p``, exponentiated).
+    prod_k p(X_{C_k})`` and ``alpha_mean = E[alpha | X]`` (see
+    `_dp_reference.alpha_integrated_posterior`).
     """
     X = _check_N(X)
-    N = X.shape[0]
     lm = make_log_marginal_fn(X, covariance_type, m0, kappa0, nu0, psi0)
-    parts = set_partitions(N)
-    logw, Ks = [], []
-    for c in parts:
-        bl = blocks(c)
-        K = len(bl)
-        Ks.append(K)
-        logw.append(
-            log_alpha_integral(K, N, a, b)
-            + sum(math.lgamma(len(B)) for B in bl)
-            + sum(lm(B) for B in bl)
-        )
-    logw = np.array(logw)
-    lse = _logsumexp(logw)
-    post = {c: math.exp(w - lse) for c, w in zip(parts, logw)}
-    mean = sum(
-        p
-        * math.exp(
-            log_alpha_integral(K, N, a, b, 1) - log_alpha_integral(K, N, a, b, 0)
-        )
-        for p, K in zip(post.values(), Ks)
-    )
-    return post, float(mean)
+    return dpr.alpha_integrated_posterior(X.shape[0], lm, a, b)
 
 
 def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0, psi0):
@@ -698,7 +618,7 @@ def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0, psi0):
                 continue
             # integrand in t divided by the Jacobian alpha gives the density in alpha
             out[j] += pK[K] * math.exp(
-                _log_alpha_integrand(t, K, N, a, b, 0)
+                dpr._log_alpha_integrand(t, K, N, a, b, 0)
                 - t
                 - log_alpha_integral(K, N, a, b)
             )

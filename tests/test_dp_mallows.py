@@ -31,24 +31,163 @@ def exact_tiny_posterior():
     )
 
 
-def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
-    # the exact sampler reproduces the enumerated posterior over clusterings
-    exact_cocluster, exact_k = exact_tiny_posterior
+def _exact_sampler_statistics(**params):
+    """Co-clustering matrix, K distribution and model of an exact-sampler fit."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPMallowsClustering(
             sampler="slice-gibbs",
             sigma_update="mh",
-            n_iter=15000,
-            burn_in=500,
             thin=1,
             n_chains=2,
             init_clusters=2,
-            random_state=0,
+            **params,
         ).fit(TINY_X)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    return (*dpref.draw_statistics(model.label_samples_), model)
+
+
+def test_slice_gibbs_with_mh_matches_exact_posterior(exact_tiny_posterior):
+    # the exact sampler reproduces the enumerated posterior over clusterings
+    exact_cocluster, exact_k = exact_tiny_posterior
+    cocluster, k_dist, _ = _exact_sampler_statistics(
+        n_iter=15000, burn_in=500, random_state=0
+    )
     assert_allclose(cocluster, exact_cocluster, atol=0.03)
     assert_allclose(k_dist, exact_k, atol=0.03)
+
+
+@pytest.fixture(scope="module")
+def exact_tiny_posterior_with_alpha():
+    # alpha ~ Gamma(2, 1) integrated out exactly
+    posterior, alpha_mean = dpref.exact_partition_posterior_with_alpha(
+        TINY_X, TINY_N_ITEMS, 2.0, 1.0, 1.0, 1.0
+    )
+    return (
+        dpref.coclustering_matrix(posterior),
+        dpref.n_clusters_distribution(posterior),
+        alpha_mean,
+    )
+
+
+def test_alpha_prior_matches_exact_posterior(exact_tiny_posterior_with_alpha):
+    # Escobar & West's step inside the exact sampler: the clusterings and E[alpha | X]
+    # of the enumerated posterior with alpha integrated over its Gamma prior
+    exact_cocluster, exact_k, alpha_mean = exact_tiny_posterior_with_alpha
+    cocluster, k_dist, model = _exact_sampler_statistics(
+        alpha_prior=(2.0, 1.0), n_iter=15000, burn_in=500, random_state=0
+    )
+    assert_allclose(cocluster, exact_cocluster, atol=0.03)
+    assert_allclose(k_dist, exact_k, atol=0.03)
+    assert_allclose(model.trace_["alpha"][:, 500:].mean(), alpha_mean, rtol=0.05)
+    alphas = np.array([model._draw_alpha(draw) for draw in model._draws])
+    assert_allclose(alphas.mean(), alpha_mean, rtol=0.05)
+
+
+def test_alpha_prior_is_traced_used_in_log_joint_and_score_samples():
+    # trace_["alpha"] follows the chain; the log joint adds log Gamma(alpha; a, b);
+    # score_samples weighs each draw's new-cluster term with its own alpha and stays
+    # normalised
+    from scipy.stats import gamma
+
+    model = DPMallowsClustering(
+        sampler="slice-gibbs",
+        alpha_prior=(2.0, 1.0),
+        n_iter=30,
+        burn_in=10,
+        thin=5,
+        n_chains=2,
+        random_state=0,
+    ).fit(TINY_X)
+    assert model.trace_["alpha"].shape == (2, 30)
+    assert np.ptp(model.trace_["alpha"]) > 0
+    assert len({model._draw_alpha(draw) for draw in model._draws}) > 1
+    for t in range(1, TINY_N_ITEMS + 1):
+        X = np.array(ref.all_top_t(TINY_N_ITEMS, t))
+        assert_allclose(np.exp(model.score_samples(X)).sum(), 1.0, rtol=1e-10)
+    fixed = DPMallowsClustering(
+        sampler="slice-gibbs", alpha=1.7, n_iter=3, burn_in=1, n_chains=1
+    )
+    sampled = DPMallowsClustering(
+        sampler="slice-gibbs",
+        alpha=1.7,
+        alpha_prior=(2.0, 3.0),
+        n_iter=3,
+        burn_in=1,
+        n_chains=1,
+    )
+    chains = []
+    for model in (fixed, sampled):
+        X = model._prepare(TINY_X)
+        chains.append(model._chain_factory(X)(np.random.PCG64(0)))
+    assert chains[1].alpha == 1.7  # not yet resampled
+    assert_allclose(
+        chains[1].log_joint - chains[0].log_joint, gamma.logpdf(1.7, 2.0, scale=1 / 3)
+    )
+
+
+@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.0)])
+def test_split_merge_matches_exact_posterior(
+    alpha_prior, exact_tiny_posterior, exact_tiny_posterior_with_alpha
+):
+    # the split-merge move with explicit (sigma, theta) proposals is an exact MH step:
+    # with five proposals a sweep (most of the moves), the chain still reproduces the
+    # enumerated posterior, alpha fixed or integrated over its Gamma prior
+    exact = (
+        exact_tiny_posterior if alpha_prior is None else exact_tiny_posterior_with_alpha
+    )
+    exact_cocluster, exact_k = exact[:2]
+    cocluster, k_dist, model = _exact_sampler_statistics(
+        alpha_prior=alpha_prior,
+        n_split_merge=5,
+        n_gibbs=2,
+        n_iter=6000,
+        burn_in=300,
+        random_state=1,
+    )
+    assert_allclose(cocluster, exact_cocluster, atol=0.03)
+    assert_allclose(k_dist, exact_k, atol=0.03)
+    if alpha_prior is not None:
+        alphas = np.array([model._draw_alpha(draw) for draw in model._draws])
+        assert_allclose(alphas.mean(), exact[2], rtol=0.05)
+
+
+def _split_merge_chain(X, n_split_merge, seed, sampler="slice-gibbs"):
+    model = DPMallowsClustering(
+        sampler=sampler, n_split_merge=n_split_merge, init="random", init_clusters=1
+    )
+    return model._chain_factory(model._prepare(X))(np.random.PCG64(seed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_split_merge_splits_a_merged_start_that_gibbs_keeps(seed):
+    # two clusters of full rankings started as one: single-site Gibbs cannot pull
+    # either out of the blend in three sweeps, two split proposals a sweep do
+    X, y, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=40, n_items=8, t=8, theta=1.0, random_state=0
+    )
+    gibbs = _split_merge_chain(X, 0, seed)
+    split_merge = _split_merge_chain(X, 2, seed)
+    gibbs.sweep(3)
+    split_merge.sweep(3)
+    assert variation_of_information(y, gibbs.snapshot()[0]) > 0.5
+    assert variation_of_information(y, split_merge.snapshot()[0]) < 0.25
+    assert split_merge.split_merge_counts["split_accepted"] >= 1
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_sequential_start_groups_rankings_before_any_sweep(sampler):
+    # sequential prediction starts near the truth, a random start from blends
+    X, y, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=80, n_items=8, t=5, theta=2.0, random_state=1
+    )
+    for seed in range(3):
+        starts = {}
+        for init in ("sequential", "random"):
+            model = DPMallowsClustering(sampler=sampler, init=init)
+            chain = model._chain_factory(model._prepare(X))(np.random.PCG64(seed))
+            starts[init] = variation_of_information(y, chain.snapshot()[0])
+            assert_allclose(chain.snapshot()[-1].sum(), len(X))  # every ranking placed
+        assert starts["sequential"] < 1.2 < 3.5 < starts["random"]
 
 
 @pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
@@ -67,7 +206,7 @@ def test_score_samples_is_the_mean_of_the_draws_densities():
     model = DPMallowsClustering(
         sampler="slice-gibbs", n_iter=5, burn_in=4, n_chains=1, random_state=1
     ).fit(TINY_X)
-    ((sigmas, thetas, sizes),) = model._draws
+    ((sigmas, thetas, _, sizes),) = model._draws
     x = np.array([[2, 0, 1, 3]])
     density = (
         sum(
@@ -193,6 +332,7 @@ def test_convergence_warning_when_chains_disagree():
             n_iter=12,
             burn_in=0,
             n_chains=4,
+            init="random",
             init_clusters=1,
             n_gibbs=1,
             random_state=0,
@@ -209,6 +349,11 @@ def test_convergence_warning_when_chains_disagree():
         (dict(r=[1.0, -1.0, 1.0]), "r must be finite and > 0"),
         (dict(r=[1.0]), "one value per rank"),
         (dict(n_items=2), "n_items=2"),
+        (dict(alpha_prior=(1.0,)), "alpha_prior"),
+        (dict(alpha_prior=(1.0, 0.0)), "alpha_prior"),
+        (dict(alpha_prior=(1.0, 1e-300)), "beyond 1e"),
+        (dict(n_split_merge=-1), "n_split_merge"),
+        (dict(init="kmeans"), "init"),
     ],
 )
 def test_bad_parameters_are_refused(params, match):
@@ -226,10 +371,12 @@ def test_new_rankings_are_validated():
         model.predict([[0], [7]])
 
 
+@pytest.mark.parametrize("n_split_merge", [0, 3])
 @pytest.mark.parametrize("sampler", ["slice-gibbs", "beta-gibbs"])
-def test_assignment_weights_match_the_papers_formulas(sampler):
+def test_assignment_weights_match_the_papers_formulas(sampler, n_split_merge):
     # the compiled assignment step scores clusters by eq. (11) (Slice-Gibbs) or by
-    # Figure 5's Beta predictive (Beta-Gibbs), new cluster alpha (n - t)!/n!
+    # Figure 5's Beta predictive (Beta-Gibbs), new cluster alpha (n - t)!/n!; the
+    # clusters that split-merge moves create carry consistent Beta-Gibbs statistics
     from scipy.special import betaln, gammaln
 
     X, _, _ = make_mallows_mixture(
@@ -237,13 +384,22 @@ def test_assignment_weights_match_the_papers_formulas(sampler):
     )
     alpha, nu, r = 0.7, 1.3, np.array([0.8, 1.1, 0.6])
     model = DPMallowsClustering(
-        sampler=sampler, alpha=alpha, nu=nu, r=r, init_clusters=4, n_gibbs=2
+        sampler=sampler,
+        alpha=alpha,
+        nu=nu,
+        r=r,
+        init_clusters=4,
+        n_gibbs=2,
+        n_split_merge=n_split_merge,
     )
     X = model._prepare(X)
     chain = model._chain_factory(X)(np.random.PCG64(0))
     chain.sweep(3)
+    if n_split_merge:
+        counts = chain.split_merge_counts
+        assert counts["split_accepted"] + counts["merge_accepted"] >= 1
     for i in range(0, len(X), 4):
-        labels, sigmas, thetas, sizes = chain.snapshot()
+        labels, sigmas, thetas, _, sizes = chain.snapshot()
         weights, new = chain.assignment_log_weights(i)
         x = X[i][X[i] >= 0]
         t = len(x)

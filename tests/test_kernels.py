@@ -388,6 +388,24 @@ def test_exact_theta_sampler_matches_target(a, b, m):
     assert pvalue > ALPHA
 
 
+@pytest.mark.parametrize(
+    "a, b, m",
+    THETA_CASES
+    + [(1.0, 1.0, 19), (1.0, 1.0, 0), (0.1, 0.5, 3), (250.0, 501.0, 12), (5.0, 0.0, 4)],
+)
+def test_theta_log_normaliser_matches_quadrature(a, b, m):
+    # the compiled normaliser of density (10), which the split-merge proposal
+    # density needs, against scipy's quad (the estimator's prior normaliser)
+    from rankmix._mallows import log_theta_normaliser
+
+    assert_allclose(
+        _kernels.theta_log_normaliser_wrapper(a, b, m),
+        log_theta_normaliser(a, b, m),
+        rtol=0,
+        atol=1e-6,
+    )
+
+
 def test_exact_theta_sampler_refuses_improper_targets():
     with pytest.raises(ValueError, match="a > 0"):
         _kernels.exact_sample_theta(0.0, 1.0, 3, 1, np.random.PCG64(0))

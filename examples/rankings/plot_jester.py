@@ -171,7 +171,7 @@ for n_train in SIZES:
         dpm = make_model()
         disagree = fit(dpm, train)
         seconds = time.perf_counter() - start
-        single = make_model(alpha=1e-8, init_clusters=1)
+        single = make_model(alpha=1e-8, init="random", init_clusters=1)
         fit(single, train)
         scores["DP mixture"].append(dpm.score(test))
         scores["one Mallows model"].append(single.score(test))

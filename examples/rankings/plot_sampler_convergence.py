@@ -32,7 +32,7 @@ N_SWEEPS = 100 if FULL else 40
 
 def vi_per_sweep(X, y, sampler, seed):
     """VI to the truth after each sweep of one chain."""
-    model = DPMallowsClustering(sampler=sampler, init_clusters=20)
+    model = DPMallowsClustering(sampler=sampler, init="random", init_clusters=20)
     X = model._prepare(X)
     chain = model._chain_factory(X)(np.random.PCG64(seed))
     trajectory = []
