@@ -106,7 +106,7 @@ def _largest_first(labels):
 def _rank_probabilities(model, X, cluster):
     """P(item i at rank j) among the members of ``cluster`` in ``labels_``.
 
-    Returns an array of shape (n_items_, t_max), rows in item-id order. The
+    Returns an array of shape (``n_items_``, t_max), rows in item-id order. The
     members are the rankings of ``X`` (the training rankings) labelled
     ``cluster``; a top-t ranking counts at ranks 1..t only, so a column sums
     to the share of members that rank at least that many items.
@@ -134,7 +134,7 @@ def plot_rank_heatmap(
     cluster : int, default=None
         A cluster of ``labels_``, in ``[0, n_clusters_)``; None draws the
         largest.
-    item_names : array-like of str of shape (n_items_,), default=None
+    item_names : array-like of str of shape (``n_items_``,), default=None
         Names of the items by id; None shows the ids.
     ax : matplotlib Axes, default=None
         Where to draw; None makes a new figure.
