@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
 from ._engine import n_kept_draws, run_chains
+from ._posterior import PosteriorSummaryMixin
 from ._sklearn_compat import Interval, StrOptions, _fit_context
 from .metrics import coclustering_matrix
 
@@ -79,7 +80,13 @@ SHARED_MOVE_CONSTRAINTS = {
 }
 
 
-class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta):
+class BaseDPMixture(
+    PosteriorSummaryMixin,
+    ClusterMixin,
+    DensityMixin,
+    BaseEstimator,
+    metaclass=ABCMeta,
+):
     """Shared fitting, prediction and scoring of the DP mixture estimators.
 
     Subclasses supply the model through hooks: ``_prepare`` (validate the training

@@ -536,6 +536,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             X, means, factors, dfs, self.covariance_type == "full"
         )[:, 0]
 
+    # posterior_samples(): each draw's cluster means (PosteriorSummaryMixin)
+    _draw_fields = {"means": (0, np.nan)}
+
     def _describe_clusters(self, parameters):
         self.means_ = parameters[0]
         self.covariances_ = parameters[1]

@@ -17,6 +17,7 @@ from ._base import (
     SampledAlphaMixin,
 )
 from ._mallows_chain import MallowsChain
+from ._posterior import cumulative_probability_consensus
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import check_known_items, check_rankings, ranking_lengths
 
@@ -394,13 +395,73 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     def _describe_clusters(self, parameters):
         sigmas, thetas, _, _ = parameters
         self.central_rankings_ = sigmas
+        self.thetas_ = self._mask_uninformative_stages(thetas)
+
+    def _mask_uninformative_stages(self, thetas):
+        """A copy of ``thetas`` (..., t_max) with NaN from stage n_items - 1 on.
+
+        Stage n - 1 of a full ranking has one item left and code 0 whatever
+        theta is: its likelihood is constant, so its draw carries no
+        information (see ``thetas_`` in the class docstring). The draws used
+        by sample and score_samples keep their value, which cancels there.
+        """
         thetas = np.array(thetas, dtype=np.float64)
-        # Stage n - 1 of a full ranking has one item left and code 0 whatever
-        # theta is: its likelihood is constant, so its draw carries no
-        # information (see thetas_ in the class docstring). The draws used by
-        # sample and score_samples keep their value, which cancels there.
-        thetas[:, self.n_items_ - 1 :] = np.nan
-        self.thetas_ = thetas
+        thetas[..., self.n_items_ - 1 :] = np.nan
+        return thetas
+
+    # -- posterior summaries (PosteriorSummaryMixin) -----------------------------
+
+    _draw_fields = {"central_rankings": (0, -1), "thetas": (1, np.nan)}
+
+    def _draw_field_values(self, name, values):
+        if name == "thetas":
+            return self._mask_uninformative_stages(values)
+        return values
+
+    def consensus_rankings(self):
+        """Each cluster's consensus central ranking over the kept draws.
+
+        Returns
+        -------
+        consensus : ndarray of shape (``n_clusters_``, ``n_items_``)
+            Row j: the items best first, the cumulative-probability consensus
+            of the central rankings of the draw clusters matched to cluster j
+            of ``labels_`` (see :meth:`match_clusters`).
+        rank_cdf : ndarray of shape (``n_clusters_``, ``n_items_``, ``n_items_``)
+            ``rank_cdf[j, i, p]``: the posterior probability that cluster j's
+            central ranking places item i at position p or better (0-based).
+
+        Notes
+        -----
+        BayesMallows' ``compute_consensus(type = "CP")`` (Vitelli et al. 2018):
+        position 1 goes to the item most often first; position p to the item
+        not yet placed with the largest probability of a position of p or
+        better. ``central_rankings_`` is one draw's sigma; the consensus pools
+        every kept draw, so it is the better summary when the draws disagree.
+
+        Examples
+        --------
+        >>> from rankmix import DPMallowsClustering
+        >>> from rankmix.datasets import make_mallows_mixture
+        >>> X, _, _ = make_mallows_mixture(n_clusters=2, n_per_cluster=40,
+        ...                                n_items=5, t=3, theta=2.0, random_state=0)
+        >>> model = DPMallowsClustering(n_iter=30, burn_in=10,
+        ...                             random_state=0).fit(X)
+        >>> consensus, rank_cdf = model.consensus_rankings()
+        >>> consensus.shape[1], rank_cdf.shape[1:]
+        (5, (5, 5))
+        """
+        matched, _ = self.match_clusters()
+        draws = np.arange(len(matched))[:, None]
+        sigmas = self.posterior_samples()["central_rankings"][draws, matched]
+        pooled = [
+            cumulative_probability_consensus(sigmas[:, j], self.n_items_)
+            for j in range(self.n_clusters_)
+        ]
+        return (
+            np.stack([consensus for consensus, _ in pooled]),
+            np.stack([rank_cdf for _, rank_cdf in pooled]),
+        )
 
     def _sample_components(self, components, parameters, rng):
         sigmas, thetas, _, _ = parameters
