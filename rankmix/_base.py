@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._diagnostics import convergence_summary
 from ._engine import n_kept_draws, run_chains
 from ._posterior import PosteriorSummaryMixin
-from ._sklearn_compat import Interval, StrOptions, _fit_context
+from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
+from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
 
 # The largest value of a count that compiled code takes as an np.intp.
@@ -181,7 +182,7 @@ class BaseDPMixture(
 
     # -- fitting ---------------------------------------------------------------
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Run the MCMC chains and summarise the posterior.
 
         Parameters
@@ -190,17 +191,22 @@ class BaseDPMixture(
             Training data.
         y : Ignored
             Not used, present for API consistency by convention.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative integer counts: a row of weight w stands for w
+            identical rows, and the fit is exactly the fit of X with each row
+            repeated (see Notes of ``fit_predict``). None gives every row
+            weight 1.
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
-        self.fit_predict(X, y)
+        self.fit_predict(X, y, sample_weight=sample_weight)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, sample_weight=None):
         """Fit the model and return the point estimate of the clustering.
 
         Parameters
@@ -209,18 +215,40 @@ class BaseDPMixture(
             Training data.
         y : Ignored
             Not used, present for API consistency by convention.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative integer counts: a row of weight w stands for w
+            identical rows. None gives every row weight 1.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
             ``labels_``: the kept draw with the least mean variation of information
             to the other kept draws.
+
+        Notes
+        -----
+        With ``sample_weight`` the chains run on X with row i repeated
+        ``sample_weight[i]`` times, so every draw, trace and score is exactly
+        that of a fit on the repeated rows with the same ``random_state``. The
+        per-row attributes speak of the rows of X: in each draw a row has the
+        label of its first copy (copies are exchangeable, so that label has the
+        row's posterior law), and a row of weight 0, which takes no part in the
+        fit, has its most probable cluster of each draw, as ``predict`` gives
+        for the point estimate. Fractional weights are refused: a DP mixture
+        has no weighted likelihood that keeps its posterior exact.
+        ``GridSearchCV(...).fit(X, sample_weight=w)`` passes each fold its
+        weights; with metadata routing on, call ``set_fit_request(
+        sample_weight=True)`` first, as for any scikit-learn estimator.
         """
         if self.burn_in >= self.n_iter:
             raise ValueError(
                 f"burn_in={self.burn_in} must be smaller than n_iter={self.n_iter}: "
                 "no draw would be kept after burn-in."
             )
+        counts = check_count_weights(sample_weight, X)
+        if counts is not None:
+            self._prepare(X)  # validate the rows as given: errors name their index
+            X_given, X = X, repeat_rows(X, counts)
         X = self._prepare(X)
         try:
             posterior = run_chains(
@@ -258,7 +286,29 @@ class BaseDPMixture(
         self.weights_ = best[-1] / best[-1].sum()
         self._best_parameters = best
         self._describe_clusters(best)
+        if counts is not None:
+            self._labels_of_given_rows(X_given, counts)
         return self.labels_
+
+    def _labels_of_given_rows(self, X_given, counts):
+        """``label_samples_`` and ``labels_`` of a weighted fit, one per given row.
+
+        The chains labelled the repeated rows: a row of weight > 0 takes its
+        first copy's label, a row of weight 0 its most probable cluster of each
+        draw (the cluster's size times its density, as ``predict`` does).
+        """
+        repeated = self.label_samples_
+        samples = np.empty((repeated.shape[0], len(counts)), dtype=repeated.dtype)
+        samples[:, counts > 0] = repeated[:, first_copies(counts)]
+        absent = np.flatnonzero(counts == 0)
+        if len(absent):
+            X_absent = self._check_new_data(_safe_indexing(X_given, absent))
+            for d, parameters in enumerate(self._draws):
+                log_density = self._component_log_density(X_absent, parameters)
+                samples[d, absent] = (log_density + np.log(parameters[-1])).argmax(1)
+        best = np.flatnonzero((repeated == self.labels_).all(axis=1))[0]
+        self.label_samples_ = samples
+        self.labels_ = samples[best].astype(np.intp)
 
     # -- prediction and scoring --------------------------------------------------
 

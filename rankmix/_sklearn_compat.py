@@ -21,6 +21,7 @@ import numpy as np
 
 try:
     from sklearn.base import _fit_context
+    from sklearn.utils import _safe_indexing
     from sklearn.utils._param_validation import (
         HasMethods,
         InvalidParameterError,
@@ -28,7 +29,7 @@ try:
         validate_params,
     )
     from sklearn.utils._param_validation import Interval as _Interval
-    from sklearn.utils.validation import _check_feature_names_in
+    from sklearn.utils.validation import _check_feature_names_in, _num_samples
 except ImportError as error:  # pragma: no cover - only with an untested release
     import sklearn
 
@@ -62,5 +63,7 @@ __all__ = [
     "StrOptions",
     "_check_feature_names_in",
     "_fit_context",
+    "_num_samples",
+    "_safe_indexing",
     "validate_params",
 ]

@@ -1,0 +1,75 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""``sample_weight`` as counts: a row of weight w stands for w identical rows.
+
+A DP mixture has no likelihood weight that keeps its posterior a posterior: a
+row's weight would have to multiply its log-likelihood, and copies of one row
+may sit in different clusters. Integer counts have an exact meaning, the data
+set with each row repeated, and that is what the estimators fit: the chains run
+on the repeated rows, so a weighted fit is draw for draw the fit of the repeated
+data. The fitted per-row attributes then speak of the rows as given: a row's
+label in a draw is that of its first copy (the copies are exchangeable, so each
+copy's label has the row's posterior law; copies that a draw splits are not
+visible in ``label_samples_``).
+"""
+
+import numpy as np
+
+from ._sklearn_compat import _num_samples, _safe_indexing
+
+
+def check_count_weights(sample_weight, X):
+    """Validate ``sample_weight`` as non-negative integer counts, one per row of X.
+
+    Returns None for None, else an intp array. Raises ValueError naming the
+    first bad row, or TypeError for non-numeric weights.
+    """
+    if sample_weight is None:
+        return None
+    n_rows = _num_samples(X)
+    weights = np.asarray(sample_weight)
+    if weights.ndim == 0:  # one count for every row, as scikit-learn allows
+        weights = np.full(n_rows, weights)
+    if weights.dtype == object or not (
+        np.issubdtype(weights.dtype, np.number) or weights.dtype == bool
+    ):
+        raise TypeError(
+            f"sample_weight must hold numbers (counts of identical rows), got "
+            f"dtype {weights.dtype}."
+        )
+    if weights.ndim != 1 or len(weights) != n_rows:
+        raise ValueError(
+            f"sample_weight must be a 1-D array with one count per row of X "
+            f"({n_rows} rows), got shape {weights.shape}."
+        )
+    values = weights.astype(np.float64)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value = weights[row].item()
+        raise ValueError(
+            f"sample_weight must hold non-negative integers (a row of weight w "
+            f"stands for w identical rows); row {row} has {value!r}. A "
+            "fractional weight has no exact meaning in a DP mixture."
+        )
+    counts = values.astype(np.intp)
+    if counts.sum() == 0:
+        raise ValueError("sample_weight is zero for every row: nothing to fit.")
+    if counts.sum() < 2:
+        raise ValueError(
+            f"sample_weight must leave at least 2 rows to fit (its total is "
+            f"{int(counts.sum())})."
+        )
+    return counts
+
+
+def repeat_rows(X, counts):
+    """X with row i repeated ``counts[i]`` times (arrays, lists, sparse, frames)."""
+    if not hasattr(X, "shape") and not isinstance(X, list | tuple):
+        X = np.asarray(X)  # an array-like that only converts (``__array__``)
+    return _safe_indexing(X, np.repeat(np.arange(len(counts)), counts))
+
+
+def first_copies(counts):
+    """Index, among the repeated rows, of the first copy of each row of weight > 0."""
+    return (np.cumsum(counts) - counts)[counts > 0]
