@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _ebms_kernels, _kernels
 from ._base import INTP_MAX
 from ._sklearn_compat import Interval, _fit_context
-from ._validation import check_known_items, check_rankings, ranking_lengths
+from ._validation import check_query_rankings, check_training_rankings
 
 # Largest dispersion: every pair that a ranking reverses costs a factor e^-20, a
 # point mass for any data set; it stands for the infinite maximum-likelihood
@@ -193,9 +193,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        X = check_rankings(X, n_items=self.n_items)
-        X = X[:, : ranking_lengths(X).max()].copy()
-        n_items = int(X.max()) + 1 if self.n_items is None else self.n_items
+        X, n_items = check_training_rankings(X, self.n_items)
         points, owner = np.unique(X, axis=0, return_inverse=True)
         owner = owner.ravel()
         counts = np.bincount(owner).astype(np.float64)
@@ -224,10 +222,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
     def _log_joint(self, X):
         """(n_rankings, K): log w_k + log GM(x | sigma_k, theta_k)."""
         check_is_fitted(self)
-        X = check_known_items(
-            check_rankings(X), self.n_items_, inferred=self.n_items is None
-        )
-        X = X[:, : ranking_lengths(X).max()].copy()
+        X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         thetas = np.repeat(self.thetas_[:, None], X.shape[1], axis=1)
         log_gm = _kernels.log_likelihood(X, self.central_rankings_, thetas)
         with np.errstate(divide="ignore"):
