@@ -340,9 +340,7 @@ def main():
     for n_train in args.n_train:
         print(
             f"  N = {n_train}: VI train EBMS {vi_train[n_train, 'ebms']:.4f}, "
-            + ", ".join(
-                f"{s} {vi_train[n_train, s]:.4f}" for s in args.samplers
-            )
+            + ", ".join(f"{s} {vi_train[n_train, s]:.4f}" for s in args.samplers)
         )
     if largest < 10000:
         print(f"  (largest N here is {largest}; the paper's is 10000)")

@@ -277,3 +277,19 @@ def test_unknown_items_at_score_time_are_refused(three_clusters):
         model.score_samples([[0, 1], [12, 1]])
     with pytest.raises(ValueError, match="n_items"):
         MallowsBlurringMeanShift(n_items=0).fit(X)
+
+
+def test_a_cycle_stops_with_a_convergence_warning(monkeypatch):
+    # a finite deterministic map either reaches a fixed point or cycles; force
+    # a 2-cycle (two points swapping places) to reach the cycle exit
+    from sklearn.exceptions import ConvergenceWarning
+
+    def swap(points, counts, n_items, theta):
+        rest = np.array([[i for i in range(n_items) if i not in p] for p in points])
+        return np.hstack([points[::-1], rest[::-1]])
+
+    monkeypatch.setattr(_ebms_kernels, "blur_step", swap)
+    points = np.array([[0, 1], [1, 0]], dtype=np.intp)
+    with pytest.warns(ConvergenceWarning, match="cycled"):
+        _, _, n_iter = _ebms._blur(points, np.array([1.0, 2.0]), np.arange(2), 3, 1.0)
+    assert n_iter == 2
