@@ -85,6 +85,15 @@ def true_log_likelihood(X, centres, theta):
     return log_gm, logsumexp(log_gm, axis=1) - np.log(len(centres))
 
 
+def clustering_figures(model, y_train, X_test, y_test):
+    """Number of clusters, VI of labels_ to the truth and of predict on the test set."""
+    return dict(
+        k=model.n_clusters_,
+        vi=variation_of_information(y_train, model.labels_),
+        vi_test=variation_of_information(y_test, model.predict(X_test)),
+    )
+
+
 def median(runs, key):
     """Median over replicates of one figure."""
     return float(np.median([r[key] for r in runs]))
@@ -188,9 +197,7 @@ def main():
                 dict(
                     ll=ebms_ll,
                     diff=ebms_ll - true_ll,
-                    k=ebms.n_clusters_,
-                    vi=variation_of_information(y_train, ebms.labels_),
-                    vi_test=variation_of_information(y_test, ebms.predict(X_test)),
+                    **clustering_figures(ebms, y_train, X_test, y_test),
                     true_vi_test=true_vi_test,
                     width=ebms.bandwidth_,
                     seconds=ebms_seconds,
@@ -230,9 +237,7 @@ def main():
                         over_kde=dpm_ll - kde_ll,
                         ebms=ebms_ll,
                         over_ebms=dpm_ll - ebms_ll,
-                        k=model.n_clusters_,
-                        vi=variation_of_information(y_train, model.labels_),
-                        vi_test=variation_of_information(y_test, model.predict(X_test)),
+                        **clustering_figures(model, y_train, X_test, y_test),
                         true_vi=true_vi,
                         seconds=fit_seconds,
                     )
