@@ -30,8 +30,9 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
     third method: every ranking moves, again and again, to the consensus of all
     rankings weighted by a Mallows kernel with one dispersion (equal thetas)
     around it, until no ranking moves; the rankings that meet form a cluster.
-    The kernel width is set from the data (leave-one-out likelihood), so the
-    method has no parameter to tune and no stopping rule. For held-out scoring
+    The kernel width is set from the data (the dispersion of one GM model
+    fitted to all of it), so the method has no parameter to tune and no
+    stopping rule. For held-out scoring
     the clusters become a mixture of GM models (see Notes).
 
     Read more in the :ref:`User Guide <ebms>`.
@@ -98,8 +99,9 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
     reverses. The minimiser is the maximum-likelihood central ranking of the
     weighted points under the equal-theta GM model: the weighted mean of
     mean-shift, taken in the space of the exponential family's sufficient
-    statistics (hence "exponential"), mapped back to a ranking; "blurring"
-    because the points themselves move, not copies of them. It is a weighted
+    statistics (hence "exponential", as we read the name), mapped back to a
+    ranking; "blurring" because the points themselves move, not copies of
+    them. It is a weighted
     Kemeny problem, solved by the greedy stagewise rule then adjacent
     transpositions while they lower the sum (locally optimal, deterministic).
 
@@ -121,7 +123,9 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
     groups do not move them. On Meila & Chen's Fig. 8 data (K = 3,
     theta = 1, n = 12, t = 5; ``benchmarks/bench_mallows_heldout.py``) the
     kernel width is 0.25 to 0.38 and EBMS finds the 3 groups, or splits one
-    in two (VI to the truth about 0.2) when the width is at the narrow end.
+    in two on its last place (VI to the truth about 0.2): two top-t rankings
+    that differ only there are far apart under the kernel, which averages
+    over the completions.
     The limit of the rule: a single tight group gets a kernel as narrow as the
     group, too narrow for a ranking's neighbours to outvote it, and EBMS then
     splits it into many small clusters.
@@ -135,8 +139,8 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
 
     with :math:`w_k` the share of the training rankings in cluster :math:`k`,
     :math:`\\sigma_k` its centre (completed below its first t places by the
-    consensus of the cluster's rankings) and :math:`\\theta_k` (equal at every stage)
-    the maximum-likelihood dispersion of its rankings around
+    consensus of the cluster's rankings) and :math:`\\theta_k` (equal at
+    every stage) the maximum-likelihood dispersion of its rankings around
     :math:`\\sigma_k`; when those show no spread (every code zero, e.g. a
     single ranking) the likelihood has no maximum and :math:`\\theta_k =`
     ``bandwidth_``. Each GM model is normalised over the top-t rankings for
@@ -227,8 +231,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         thetas = np.repeat(self.thetas_[:, None], X.shape[1], axis=1)
         log_gm = _kernels.log_likelihood(X, self.central_rankings_, thetas)
-        with np.errstate(divide="ignore"):
-            return log_gm + np.log(self.weights_)
+        return log_gm + np.log(self.weights_)  # every cluster holds a ranking
 
     def predict(self, X):
         """The most probable cluster of each ranking under the scoring mixture.
