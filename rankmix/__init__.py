@@ -5,6 +5,7 @@
 # First, so that an unbuilt source folder fails with a message that says so.
 from . import _check_build  # noqa: F401  isort: skip
 from . import mallows
+from ._ebms import MallowsBlurringMeanShift
 from ._gaussian import DPGaussianClustering
 from ._kde import MallowsKernelDensity
 from ._mallows import DPMallowsClustering
@@ -16,6 +17,7 @@ __all__ = [
     "DPGaussianClustering",
     "DPMallowsClustering",
     "DPMultinomialClustering",
+    "MallowsBlurringMeanShift",
     "MallowsKernelDensity",
     "mallows",
     "__version__",

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _kde_kernels, _kernels
 from ._base import INTP_MAX
 from ._sklearn_compat import Interval, _fit_context
-from ._validation import check_known_items, check_rankings, ranking_lengths
+from ._validation import check_query_rankings, check_training_rankings
 from .mallows import _check_count, _sample_codes
 
 
@@ -157,18 +157,9 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        X = check_rankings(X, n_items=self.n_items)
-        # Columns that only pad would cost a look-up per pair for nothing.
-        self.rankings_ = X[:, : ranking_lengths(X).max()].copy()
-        self.n_items_ = int(X.max()) + 1 if self.n_items is None else self.n_items
+        self.rankings_, self.n_items_ = check_training_rankings(X, self.n_items)
         self.n_features_in_ = self.rankings_.shape[1]
         return self
-
-    def _check_new_data(self, X):
-        X = check_known_items(
-            check_rankings(X), self.n_items_, inferred=self.n_items is None
-        )
-        return X[:, : ranking_lengths(X).max()].copy()
 
     def score_samples(self, X):
         """Log density of each top-t ranking, among the rankings of its length.
@@ -186,7 +177,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
             all top-t rankings.
         """
         check_is_fitted(self)
-        X = self._check_new_data(X)
+        X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         return _kde_kernels.log_density(
             X, self.rankings_, self.n_items_, float(self.bandwidth)
         )

@@ -33,19 +33,6 @@ from libc.math cimport INFINITY, exp, log
 from ._kernels cimport codes_one, intp_t, log_psi, row_length
 
 
-cdef struct Tables:
-    # Normalisers and scratch shared by every pair of one call (arrays owned by
-    # the caller's NumPy buffers, see _tables).
-    double theta
-    intp_t free_width      # t_query + 1, the row stride of log_free
-    double* log_free       # (t_data + 1, t_query + 1)
-    double* log_norm       # (t_query + 1,)
-    intp_t* query_position  # (n,) position of each item in q, or -1
-    intp_t* position       # (t_query,) c_j
-    intp_t* code           # (t_query,) the inversion counts
-    intp_t* order          # (t_query,) 0..t-1: codes_one reads c in q's order
-
-
 def _tables(intp_t n_items, intp_t t_data, intp_t t_query, double theta):
     """The buffers behind a ``Tables``, as NumPy arrays the caller keeps alive.
 
@@ -92,15 +79,6 @@ cdef Tables point_tables(tuple buffers, double theta):
     tables.code = &code[0]
     tables.order = &order[0]
     return tables
-
-
-cdef inline void mark_query(
-    const intp_t* q, intp_t t, intp_t* query_position, bint on
-) noexcept nogil:
-    """Set (on) or clear the positions of q's items in the item-indexed array."""
-    cdef intp_t j
-    for j in range(t):
-        query_position[q[j]] = j if on else -1
 
 
 cdef double log_kernel_one(

@@ -196,6 +196,39 @@ def check_known_items(X, n_items, *, inferred, input_name="X"):
     raise ValueError(message)
 
 
+def check_training_rankings(X, n_items):
+    """Validate training rankings for an estimator with an ``n_items`` parameter.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rankings, t_max) or list of sequences
+        Rankings, as for :func:`check_rankings`.
+    n_items : int or None
+        The estimator's ``n_items``; None infers it from the data.
+
+    Returns
+    -------
+    X_checked : ndarray of shape (n_rankings, t), dtype=np.intp
+        The rankings without the columns that only pad (they would cost a
+        look-up per pair for nothing in the kernels): ``t`` is the longest length.
+    n_items_ : int
+        ``n_items``, or the largest item id + 1 when it is None.
+    """
+    X = check_rankings(X, n_items=n_items)
+    X = X[:, : ranking_lengths(X).max()].copy()
+    return X, int(X.max()) + 1 if n_items is None else n_items
+
+
+def check_query_rankings(X, n_items_, *, inferred):
+    """Validate rankings to score with a fitted model over ``n_items_`` items.
+
+    As :func:`check_training_rankings`, and ids must lie in ``[0, n_items_)``
+    (:func:`check_known_items`, ``inferred`` as there).
+    """
+    X = check_known_items(check_rankings(X), n_items_, inferred=inferred)
+    return X[:, : ranking_lengths(X).max()].copy()
+
+
 def _check_n_items(n_items):
     """Validate ``n_items``: None or a positive integer of reasonable size."""
     if n_items is None:

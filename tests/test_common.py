@@ -3,7 +3,7 @@
 """scikit-learn's estimator checks, and their ranking counterparts.
 
 DPGaussianClustering passes every check. DPMallowsClustering (and
-MallowsKernelDensity, for the same reasons) takes rankings
+MallowsKernelDensity and MallowsBlurringMeanShift, for the same reasons) takes rankings
 (integer item ids, best first, -1 padding), while most of scikit-learn's checks
 feed real-valued features: those are listed in ``MALLOWS_EXPECTED_FAILURES`` with
 the reason, and the properties they test are tested below on ranking data.
@@ -23,6 +23,7 @@ from rankmix import (
     DPGaussianClustering,
     DPMallowsClustering,
     DPMultinomialClustering,
+    MallowsBlurringMeanShift,
     MallowsKernelDensity,
 )
 from rankmix.datasets import make_mallows_mixture
@@ -119,7 +120,7 @@ MALLOWS_WEIGHT_FAILURES = {
 
 
 def expected_failed_checks(estimator):
-    if isinstance(estimator, MallowsKernelDensity):
+    if isinstance(estimator, (MallowsKernelDensity, MallowsBlurringMeanShift)):
         return MALLOWS_EXPECTED_FAILURES
     if isinstance(estimator, DPMallowsClustering):
         return {
@@ -142,6 +143,7 @@ def expected_failed_checks(estimator):
         DPMallowsClustering(**SHORT),
         DPMultinomialClustering(**SHORT),
         MallowsKernelDensity(),
+        MallowsBlurringMeanShift(),
     ],
     expected_failed_checks=expected_failed_checks,
 )
@@ -223,6 +225,34 @@ def test_kernel_density_checks_on_rankings(rankings, tmp_path):
         assert_array_equal(clone(model).fit(other).score_samples(other), expected)
     state = joblib.hash(vars(model))
     model.sample(5, random_state=0)
+    assert joblib.hash(vars(model)) == state
+
+
+def test_blurring_mean_shift_checks_on_rankings(rankings, tmp_path):
+    # the listed checks' properties for MallowsBlurringMeanShift: fit returns
+    # self, keeps its parameters, is idempotent, reads every integer layout and
+    # read-only memmaps alike, and its per-row methods are row-wise
+    X, _ = rankings
+    model = MallowsBlurringMeanShift()
+    params = model.get_params()
+    assert model.fit(X) is model
+    assert model.get_params() == params
+    assert model.n_features_in_ == X.shape[1]
+    expected = (model.labels_.copy(), model.score_samples(X))
+    np.save(tmp_path / "X.npy", X)
+    layouts = [np.asarray(X, d, order=o) for d in (np.int32, np.float64) for o in "CF"]
+    for other in (X, *layouts, np.load(tmp_path / "X.npy", mmap_mode="r")):
+        refit = clone(model).fit(other)
+        assert_array_equal(refit.labels_, expected[0])
+        assert_array_equal(refit.score_samples(other), expected[1])
+    state = joblib.hash(vars(model))
+    order = np.random.default_rng(0).permutation(len(X))
+    for method in ("predict", "score_samples"):
+        full = getattr(model, method)(X)
+        assert_allclose(getattr(model, method)(X[order]), full[order])
+        assert_allclose(getattr(model, method)(X[:10]), full[:10])
+    restored = pickle.loads(pickle.dumps(model))
+    assert_array_equal(restored.score_samples(X), expected[1])
     assert joblib.hash(vars(model)) == state
 
 
