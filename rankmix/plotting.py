@@ -29,6 +29,7 @@ from ._base import BaseDPMixture
 from ._consensus import _check_labels, vi_consensus
 from ._mallows import DPMallowsClustering
 from ._validation import check_rankings
+from ._weights import check_count_weights
 from .metrics import coclustering_matrix
 from .metrics._coclustering import _check_rows
 
@@ -103,24 +104,41 @@ def _largest_first(labels):
     return rank[inverse.ravel()]
 
 
-def _rank_probabilities(model, X, cluster):
+def _rank_probabilities(model, X, cluster, counts):
     """P(item i at rank j) among the members of ``cluster`` in ``labels_``.
 
     Returns an array of shape (``n_items_``, t_max), rows in item-id order. The
     members are the rankings of ``X`` (the training rankings) labelled
-    ``cluster``; a top-t ranking counts at ranks 1..t only, so a column sums
-    to the share of members that rank at least that many items.
+    ``cluster``, each counted ``counts`` times; a top-t ranking counts at ranks
+    1..t only, so a column sums to the share of members that rank at least
+    that many items.
     """
-    members = X[model.labels_ == cluster]
+    in_cluster = model.labels_ == cluster
+    members, weights = X[in_cluster], counts[in_cluster]
+    if weights.sum() == 0:
+        # with counts, a cluster can hold only copies that a draw split off
+        # rows labelled elsewhere (see sample_weight in fit_predict)
+        raise ValueError(
+            f"plot_rank_heatmap: no ranking of X is labelled {cluster} in labels_."
+        )
     probabilities = np.zeros((model.n_items_, X.shape[1]))
     for rank, column in enumerate(members.T):
-        column = column[column >= 0]
-        probabilities[:, rank] = np.bincount(column, minlength=model.n_items_)
-    return probabilities / len(members)
+        ranked = column >= 0
+        probabilities[:, rank] = np.bincount(
+            column[ranked], weights=weights[ranked], minlength=model.n_items_
+        )
+    return probabilities / weights.sum()
 
 
 def plot_rank_heatmap(
-    model, X, *, cluster=None, item_names=None, ax=None, cmap="viridis"
+    model,
+    X,
+    *,
+    sample_weight=None,
+    cluster=None,
+    item_names=None,
+    ax=None,
+    cmap="viridis",
 ):
     """Heat map of P(item at rank) within a cluster of rankings.
 
@@ -131,6 +149,9 @@ def plot_rank_heatmap(
     X : array-like of shape (n_samples, t_max)
         The rankings it was fitted on (best first, top-t rows padded with -1).
         The estimator does not keep them.
+    sample_weight : array-like of shape (n_samples,), default=None
+        The counts the model was fitted with (``fit(X, sample_weight=...)``):
+        each ranking counts that many times. None counts each once.
     cluster : int, default=None
         A cluster of ``labels_``, in ``[0, n_clusters_)``; None draws the
         largest.
@@ -156,8 +177,10 @@ def plot_rank_heatmap(
 
     .. math::
 
-        p_{ij} = \\frac{1}{|\\mathcal{C}_k|}
-        \\sum_{m \\in \\mathcal{C}_k} [\\pi_m(j) = i].
+        p_{ij} = \\frac{1}{\\sum_{m \\in \\mathcal{C}_k} w_m}
+        \\sum_{m \\in \\mathcal{C}_k} w_m [\\pi_m(j) = i],
+
+    with :math:`w_m` the counts of ``sample_weight`` (1 without).
 
     Each row sums to the share of members that rank the item at all, and each
     column to the share that rank at least :math:`j` items (one for full
@@ -187,7 +210,9 @@ def plot_rank_heatmap(
             f"{function}: X must be the {len(model.labels_)} rankings the model "
             f"was fitted on; got {len(X)} rankings."
         )
-    sizes = np.bincount(model.labels_, minlength=model.n_clusters_)
+    counts = check_count_weights(sample_weight, X)
+    counts = np.ones(len(X), dtype=np.intp) if counts is None else counts
+    sizes = np.bincount(model.labels_, weights=counts, minlength=model.n_clusters_)
     if cluster is None:
         cluster = int(np.argmax(sizes))
     elif not isinstance(cluster, Integral) or not 0 <= cluster < model.n_clusters_:
@@ -203,7 +228,7 @@ def plot_rank_heatmap(
             f"{len(item_names)} names."
         )
     centre = model.central_rankings_[cluster]
-    probabilities = _rank_probabilities(model, X, cluster)[centre]
+    probabilities = _rank_probabilities(model, X, cluster, counts)[centre]
 
     ax = _new_axes(ax)
     image = ax.imshow(
