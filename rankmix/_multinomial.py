@@ -6,10 +6,11 @@ from numbers import Real
 
 import numpy as np
 from scipy import sparse
+from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
-from ._multinomial_kernels import DirichletMultinomial
+from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
@@ -246,6 +247,31 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     def _component_log_density(self, X, parameters):
         return self._model.log_predictive(parameters[0], X)
+
+    def _own_cluster_loo_log_density(self, X, labels, parameters, density):
+        # The Dirichlet-multinomial predictive of x given its cluster's counts
+        # less x itself, c' = c - x (T' = T - |x| tokens):
+        #   log |x|! - sum_v log x_v! + lgamma(A + T - |x|) - lgamma(A + T)
+        #   + sum_{v: x_v > 0} [lgamma(a_v + c_v) - lgamma(a_v + c_v - x_v)],
+        # the kernel's formula (_multinomial_kernels.pyx) with c' put in.
+        counts = parameters[0]
+        _, indices, values, totals, coefs = row_statistics(X)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        prior = self.dirichlet_prior_[indices]
+        held = np.asarray(counts[labels[rows], indices]).ravel()
+        gain = np.bincount(
+            rows,
+            weights=gammaln(prior + held) - gammaln(prior + held - values),
+            minlength=X.shape[0],
+        )
+        total_prior = self.dirichlet_prior_.sum()
+        cluster_totals = np.asarray(counts.sum(axis=1)).ravel()[labels]
+        return (
+            coefs
+            + gammaln(total_prior + cluster_totals - totals)
+            - gammaln(total_prior + cluster_totals)
+            + gain
+        )
 
     def _new_cluster_log_density(self, X):
         empty = sparse.csr_matrix((1, X.shape[1]), dtype=np.int64)
