@@ -87,7 +87,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
     ``_component_log_density`` (each cluster's log-density in one draw),
     ``_new_cluster_log_density`` (the prior predictive of a new cluster),
     ``_describe_clusters`` (fitted attributes from the point-estimate draw),
-    ``_check_new_data`` and ``_sample_components``.
+    ``_check_new_data``, ``_sample_components`` and ``_sample_new_clusters``.
 
     A draw's parameters are a tuple whose last element is the cluster sizes.
     """
@@ -147,6 +147,10 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
     @abstractmethod
     def _sample_components(self, components, parameters, rng):
         """One sample from each listed cluster of a draw."""
+
+    @abstractmethod
+    def _sample_new_clusters(self, n_samples, rng):
+        """Samples from the prior predictive of a new cluster."""
 
     def _extra_traces(self):
         """Names of chain attributes to trace besides n_clusters and log_joint."""
@@ -259,44 +263,114 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
 
     # -- prediction and scoring --------------------------------------------------
 
-    def _estimate_weighted_log_prob(self, X):
-        log_density = self._component_log_density(X, self._best_parameters)
-        return log_density + np.log(self.weights_)
+    def _check_draws(self, draws):
+        if draws not in ("all", "point"):
+            raise ValueError(f"draws must be 'all' or 'point', got {draws!r}.")
 
-    def predict_proba(self, X):
-        """Posterior probability of each cluster of ``labels_`` for new samples.
+    def _cluster_overlap(self, d):
+        """(K_d, `n_clusters_`): rows draw d's cluster j shares with each
+        cluster of ``labels_`` (a contingency table of the training rows)."""
+        labels = self.label_samples_[d].astype(np.intp)
+        n_draw_clusters = len(self._draws[d][-1])
+        table = np.bincount(
+            labels * self.n_clusters_ + self.labels_,
+            minlength=n_draw_clusters * self.n_clusters_,
+        )
+        return table.reshape(n_draw_clusters, self.n_clusters_).astype(np.float64)
 
-        Only the existing clusters compete (a sample is not offered a new cluster).
+    @staticmethod
+    def _responsibilities(log_density, sizes):
+        """Rows' probabilities of each existing cluster of a draw."""
+        weighted = log_density + np.log(sizes)
+        return np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
+
+    def predict_proba(self, X, *, draws="all"):
+        """Probability of each cluster of ``labels_`` for new samples.
 
         Parameters
         ----------
         X : array-like
             New samples.
+        draws : {"all", "point"}, default="all"
+            "all" averages over every kept draw (the posterior predictive, see
+            Notes); "point" uses the point-estimate draw alone, a plug-in
+            estimate ``n_draws_`` times cheaper that ignores the posterior's
+            uncertainty about the clusters.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, `n_clusters_`)
+            Rows sum to one.
+
+        Notes
+        -----
+        In one draw with clusters j of sizes n_j and densities f_j, a new row x
+        joins cluster j with probability r_j(x) = n_j f_j(x) / sum_l n_l f_l(x)
+        (only existing clusters compete: a row is not offered a new cluster).
+        The draws number their clusters independently, so each draw's cluster
+        j hands its probability to the clusters c of ``labels_`` in proportion
+        to the training rows they share:
+
+        .. math::
+
+            P(c \\mid x) = \\frac{1}{D} \\sum_{d=1}^{D} \\sum_j r^{(d)}_j(x)
+            \\frac{|j \\cap c|}{|j|},
+
+        D the number of kept draws. Every cluster of a draw holds training rows,
+        so nothing is lost; in the point-estimate draw each cluster is its own
+        match, and ``draws="point"`` is that one term.
+
+        Examples
+        --------
+        >>> from rankmix import DPGaussianClustering
+        >>> import numpy as np
+        >>> X = np.r_[np.zeros((20, 2)), np.full((20, 2), 8.0)]
+        >>> X += np.random.default_rng(0).normal(size=X.shape)
+        >>> model = DPGaussianClustering(n_iter=60, burn_in=20, random_state=0).fit(X)
+        >>> model.predict_proba([[0.0, 0.0], [8.0, 8.0]]).round(3)
+        array([[1., 0.],
+               [0., 1.]])
         """
         check_is_fitted(self)
+        self._check_draws(draws)
         X = self._check_new_data(X)
-        weighted = self._estimate_weighted_log_prob(X)
-        return np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
+        if draws == "point":
+            return self._responsibilities(
+                self._component_log_density(X, self._best_parameters),
+                self._best_parameters[-1],
+            )
+        proba = np.zeros((X.shape[0], self.n_clusters_))
+        for d, parameters in enumerate(self._draws):
+            overlap = self._cluster_overlap(d)
+            overlap /= overlap.sum(axis=1, keepdims=True)
+            proba += (
+                self._responsibilities(
+                    self._component_log_density(X, parameters), parameters[-1]
+                )
+                @ overlap
+            )
+        return proba / len(self._draws)
 
-    def predict(self, X):
+    def predict(self, X, *, draws="all"):
         """The most probable cluster of ``labels_`` for each new sample.
+
+        The argmax of `predict_proba`. ``labels_`` (what `fit_predict` returns)
+        is a clustering of the training rows taken from one draw: on rows the
+        draws disagree about, ``predict`` of the training data may differ from
+        it.
 
         Parameters
         ----------
         X : array-like
             New samples.
+        draws : {"all", "point"}, default="all"
+            As for `predict_proba`.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = self._check_new_data(X)
-        return self._estimate_weighted_log_prob(X).argmax(axis=1)
+        return self.predict_proba(X, draws=draws).argmax(axis=1)
 
     def score_samples(self, X):
         """Log posterior-predictive density of each sample.
@@ -384,8 +458,8 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         """
         return float(self.score_samples(X).mean())
 
-    def sample(self, n_samples=1, random_state=None):
-        """Draw samples from the clusters of ``labels_``, in proportion to ``weights_``.
+    def sample(self, n_samples=1, random_state=None, *, draws="all"):
+        """Draw samples from the posterior predictive distribution.
 
         Parameters
         ----------
@@ -393,15 +467,33 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
             Number of samples.
         random_state : int, RandomState instance or None, default=None
             Pass an int for reproducible output across multiple function calls.
+        draws : {"all", "point"}, default="all"
+            "all": each sample comes from the DP predictive of a kept draw
+            chosen uniformly, new clusters included: the distribution whose
+            log-density is `score_samples`. "point": from the clusters of
+            ``labels_`` alone, in proportion to ``weights_`` (a plug-in that
+            offers no new cluster).
 
         Returns
         -------
         X : ndarray
             The samples.
         labels : ndarray of shape (n_samples,)
-            The cluster of each sample.
+            The cluster of ``labels_`` of each sample, -1 for a sample from a
+            new cluster. A sample from cluster j of a draw is given a cluster c
+            of ``labels_`` at random, with probability the share of j's training
+            rows in c (the matching of `predict_proba`).
+
+        Notes
+        -----
+        With draws="all", a sample picks a kept draw d uniformly, then cluster
+        j of that draw with probability n_j / (N + alpha) or a new cluster with
+        probability alpha / (N + alpha), and is drawn from that cluster's
+        density (a new cluster's is the prior predictive). The samples come
+        grouped by draw, not shuffled.
         """
         check_is_fitted(self)
+        self._check_draws(draws)
         # bool is an Integral, but sample(True) is a mistake, not one sample
         if isinstance(n_samples, (bool, np.bool_)) or not isinstance(
             n_samples, Integral
@@ -415,8 +507,31 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 f"n_samples must be a positive integer, got {n_samples!r}."
             )
         rng = check_random_state(random_state)
-        labels = np.sort(rng.choice(self.n_clusters_, size=n_samples, p=self.weights_))
-        return self._sample_components(labels, self._best_parameters, rng), labels
+        if draws == "point":
+            labels = np.sort(
+                rng.choice(self.n_clusters_, size=n_samples, p=self.weights_)
+            )
+            return self._sample_components(labels, self._best_parameters, rng), labels
+        counts = np.bincount(
+            rng.randint(len(self._draws), size=n_samples), minlength=len(self._draws)
+        )
+        samples, labels = [], []
+        for d in np.flatnonzero(counts):
+            parameters = self._draws[d]
+            sizes, alpha = parameters[-1], self._draw_alpha(parameters)
+            weights = np.append(sizes, alpha) / (self._n_train + alpha)
+            components = np.sort(rng.choice(len(weights), size=counts[d], p=weights))
+            old = components[components < len(sizes)]
+            n_new = counts[d] - len(old)
+            overlap = self._cluster_overlap(d)
+            overlap /= overlap.sum(axis=1, keepdims=True)
+            matched = [rng.choice(self.n_clusters_, p=overlap[j]) for j in old]
+            if len(old):
+                samples.append(self._sample_components(old, parameters, rng))
+            if n_new:
+                samples.append(self._sample_new_clusters(n_new, rng))
+            labels.append(np.r_[matched, np.full(n_new, -1)].astype(np.intp))
+        return np.concatenate(samples), np.concatenate(labels)
 
     def to_inference_data(self, *, log_likelihood=True):
         """The posterior as an ArviZ ``InferenceData``: diagnostics and LOO/WAIC.

@@ -545,6 +545,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         self.means_ = parameters[0]
         self.covariances_ = parameters[1]
 
+    def _sample_new_clusters(self, n_samples, rng):
+        means, factors, dfs = self._prior_predictive
+        components = np.zeros(n_samples, dtype=np.intp)
+        return self._sample_components(components, (means, None, factors, dfs), rng)
+
     def _sample_components(self, components, parameters, rng):
         means, _, factors, dfs = parameters[:4]
         n, d = len(components), means.shape[1]

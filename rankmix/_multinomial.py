@@ -285,6 +285,11 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         posterior = self._posterior_parameters(parameters[0])
         self.feature_probs_ = posterior / posterior.sum(axis=1, keepdims=True)
 
+    def _sample_new_clusters(self, n_samples, rng):
+        empty = sparse.csr_matrix((1, self.n_features_in_), dtype=np.int64)
+        components = np.zeros(n_samples, dtype=np.intp)
+        return self._sample_components(components, (empty,), rng)
+
     def _sample_components(self, components, parameters, rng):
         posterior = self._posterior_parameters(parameters[0])
         totals = rng.choice(self._row_totals, size=len(components))
