@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Base class of the Dirichlet-process mixture estimators."""
 
+import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
+import joblib
 import numpy as np
+from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
-from ._engine import n_kept_draws, run_chains
+from ._engine import Posterior, extend_posterior, point_estimate, run_chains
 from ._sklearn_compat import Interval, StrOptions, _fit_context
 from .metrics import coclustering_matrix
 
@@ -103,11 +106,22 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         "n_jobs": [Interval(Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "warm_start": ["boolean"],
     }
 
     @abstractmethod
     def __init__(
-        self, *, alpha, n_iter, burn_in, thin, n_chains, n_jobs, random_state, verbose
+        self,
+        *,
+        alpha,
+        n_iter,
+        burn_in,
+        thin,
+        n_chains,
+        n_jobs,
+        random_state,
+        verbose,
+        warm_start,
     ):
         self.alpha = alpha
         self.n_iter = n_iter
@@ -117,6 +131,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.warm_start = warm_start
 
     # -- hooks ---------------------------------------------------------------
 
@@ -200,6 +215,10 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
     def fit_predict(self, X, y=None):
         """Fit the model and return the point estimate of the clustering.
 
+        With ``warm_start=True`` and the chains of an earlier fit on the same
+        ``X``, continue them for ``n_iter`` more sweeps and summarise all the
+        draws (see ``warm_start`` in the class's parameters).
+
         Parameters
         ----------
         X : array-like
@@ -213,16 +232,21 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
             ``labels_``: the kept draw with the least mean variation of information
             to the other kept draws.
         """
-        if self.burn_in >= self.n_iter:
-            raise ValueError(
-                f"burn_in={self.burn_in} must be smaller than n_iter={self.n_iter}: "
-                "no draw would be kept after burn-in."
-            )
-        X_fit = X
-        X = self._prepare(X)
+        previous = self._continued_posterior(X)
+        if previous is None:
+            if self.burn_in >= self.n_iter:
+                raise ValueError(
+                    f"burn_in={self.burn_in} must be smaller than "
+                    f"n_iter={self.n_iter}: no draw would be kept after burn-in."
+                )
+            X_fit = X
+            X = self._prepare(X)
+            make_chain, chains, sweeps_done = self._chain_factory(X), None, 0
+        else:
+            make_chain, chains, sweeps_done = None, self._chains, self.n_iter_
         try:
-            posterior = run_chains(
-                self._chain_factory(X),
+            new = run_chains(
+                make_chain,
                 n_iter=self.n_iter,
                 burn_in=self.burn_in,
                 thin=self.thin,
@@ -231,35 +255,102 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 random_state=self.random_state,
                 verbose=self.verbose,
                 extra_traces=self._extra_traces(),
+                chains=chains,
+                sweeps_done=sweeps_done,
+                keep_chains=self.warm_start,
             )
         except FloatingPointError as error:
             # An ArithmeticError from compiled code (a posterior scale matrix
             # that lost positive definiteness, a move whose weights all
             # underflow): user input caused it, so it is a ValueError.
+            self._chains = None  # a chain that failed cannot go on
             raise self._numerical_failure(error) from error
-        self._n_train = X.shape[0]
-        # the training rows in the units of new data, for the pointwise
-        # log-likelihood of to_inference_data
-        self._X_fit = self._check_new_data(X_fit)
-        posterior = self._to_data_units(posterior)
-        for name, values in posterior.trace.items():
+        if previous is None:
+            self._n_train = X.shape[0]
+            # the training rows in the units of new data, for the pointwise
+            # log-likelihood of to_inference_data and the data check of warm fits
+            self._X_fit = self._check_new_data(X_fit)
+            self._chain_parameters = self._parameters_of_the_chains()
+        new = self._to_data_units(new)
+        for name, values in new.trace.items():
             if not np.all(np.isfinite(values)):
                 # The parameters are validated so that this cannot happen;
                 # never hand back a trace that would poison R-hat silently.
                 raise self._numerical_failure(f"the trace of {name} is not finite")
+        posterior = (
+            new if previous is None else extend_posterior(previous, new, self.n_chains)
+        )
+        # compiled chains, kept only to be continued (they hold work arrays)
+        self._chains = posterior.chains if self.warm_start else None
+        best_draw = point_estimate(posterior, self.burn_in)
         self.label_samples_ = posterior.label_samples
         self.trace_ = posterior.trace
         self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
-        self.n_iter_ = self.n_iter
+        self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
-        best = posterior.parameters[posterior.best_draw]
+        best = posterior.parameters[best_draw]
         # intp, as scikit-learn's clusterers give, whatever the draws' dtype
-        self.labels_ = posterior.label_samples[posterior.best_draw].astype(np.intp)
+        self.labels_ = posterior.label_samples[best_draw].astype(np.intp)
         self.n_clusters_ = len(best[-1])
         self.weights_ = best[-1] / best[-1].sum()
         self._best_parameters = best
         self._describe_clusters(best)
         return self.labels_
+
+    # -- continuing the chains (warm_start) ----------------------------------------
+
+    # Parameters a warm fit may change: they do not enter the chains' model or
+    # moves. random_state only seeds chains that start.
+    _WARM_FREE = frozenset(
+        {"n_iter", "warm_start", "verbose", "n_jobs", "random_state"}
+    )
+
+    def _parameters_of_the_chains(self):
+        """Hashes of the parameters the chains were built with."""
+        return {
+            name: joblib.hash(value)
+            for name, value in self.get_params(deep=False).items()
+            if name not in self._WARM_FREE
+        }
+
+    def _continued_posterior(self, X):
+        """The posterior whose chains a warm fit continues, or None to start.
+
+        A ValueError when the chains cannot go on: the data or a parameter of
+        the chains changed.
+        """
+        if not self.warm_start or not hasattr(self, "label_samples_"):
+            return None
+        if getattr(self, "_chains", None) is None:
+            warnings.warn(
+                "warm_start=True found no chains to continue: only a fit with "
+                "warm_start=True keeps them, and pickling drops them. The chains "
+                "start afresh.",
+                UserWarning,
+                stacklevel=4,
+            )
+            return None
+        old, now = self._chain_parameters, self._parameters_of_the_chains()
+        changed = sorted(name for name in now if now[name] != old[name])
+        if changed:
+            raise ValueError(
+                f"warm_start=True continues the chains of the previous fit, which "
+                f"ran with other values of {', '.join(changed)}. Restore them, or "
+                "set warm_start=False to start new chains."
+            )
+        if not _same_rows(self._check_new_data(X), self._X_fit):
+            raise ValueError(
+                "warm_start=True continues the chains of the previous fit on its "
+                "training data, and X differs from it. Pass the same X, or set "
+                "warm_start=False to fit new chains."
+            )
+        return Posterior(self.label_samples_, self._draws, self.trace_, self._chains)
+
+    def __getstate__(self):
+        # The compiled chains do not pickle: a restored estimator has none to
+        # continue (a warm fit then starts afresh, with a warning).
+        state = super().__getstate__()
+        return {name: value for name, value in state.items() if name != "_chains"}
 
     # -- prediction and scoring --------------------------------------------------
 
@@ -648,4 +739,13 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
     def n_draws_(self):
         """Number of kept draws, all chains together."""
         check_is_fitted(self)
-        return self.n_chains * n_kept_draws(self.n_iter, self.burn_in, self.thin)
+        return self.label_samples_.shape[0]
+
+
+def _same_rows(X, Y):
+    """Whether two validated data sets (arrays or sparse matrices) are equal."""
+    if X.shape != Y.shape:
+        return False
+    if sparse.issparse(X) or sparse.issparse(Y):
+        return (sparse.csr_matrix(X) != sparse.csr_matrix(Y)).nnz == 0
+    return np.array_equal(X, Y)

@@ -107,6 +107,19 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         0 is silent. 1 shows a progress bar with the time left if tqdm is
         installed (``pip install tqdm``), else about ten progress lines per chain
         (sweep, clusters, log joint, time left); 2 prints a line every sweep.
+    warm_start : bool, default=False
+        When True, ``fit`` keeps the chains, and the next ``fit`` on the same
+        data continues them for ``n_iter`` more sweeps instead of starting new
+        ones. The draws and traces of the fits are pooled as if one fit had
+        run all the sweeps: burn-in and thinning count sweeps from the chains'
+        start, so the burn-in is that of the first fit only, and
+        ``fit(n_iter=200)`` then ``fit(n_iter=200)`` gives the draws of one
+        ``fit(n_iter=400)``. A warm fit on other data, or with other parameters
+        than ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which
+        only seeds chains that start), raises a ValueError. The chains hold
+        their work arrays in memory, run in threads (a process backend of
+        joblib cannot send them back) and are not pickled: a restored estimator
+        starts new chains, with a warning.
 
     Attributes
     ----------
@@ -273,6 +286,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
     ):
         super().__init__(
             alpha=alpha,
@@ -283,6 +297,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             n_jobs=n_jobs,
             random_state=random_state,
             verbose=verbose,
+            warm_start=warm_start,
         )
         self.nu = nu
         self.r = r

@@ -63,6 +63,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         See :term:`Glossary <random_state>`.
     verbose : int, default=0
         0 is silent; 1 shows progress; 2 prints a line every sweep.
+    warm_start : bool, default=False
+        Continue the chains of the previous fit on the same data for
+        ``n_iter`` more sweeps, as for :class:`DPGaussianClustering`.
 
     Attributes
     ----------
@@ -182,6 +185,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
     ):
         self._store_parameters(locals())
 
