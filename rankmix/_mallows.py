@@ -108,18 +108,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         installed (``pip install tqdm``), else about ten progress lines per chain
         (sweep, clusters, log joint, time left); 2 prints a line every sweep.
     warm_start : bool, default=False
-        When True, ``fit`` keeps the chains, and the next ``fit`` on the same
-        data continues them for ``n_iter`` more sweeps instead of starting new
-        ones. The draws and traces of the fits are pooled as if one fit had
-        run all the sweeps: burn-in and thinning count sweeps from the chains'
-        start, so the burn-in is that of the first fit only, and
-        ``fit(n_iter=200)`` then ``fit(n_iter=200)`` gives the draws of one
-        ``fit(n_iter=400)``. A warm fit on other data, or with other parameters
-        than ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which
-        only seeds chains that start), raises a ValueError. The chains hold
-        their work arrays in memory, run in threads (a process backend of
-        joblib cannot send them back) and are not pickled: a restored estimator
-        starts new chains, with a warning.
+        Keep the chains, so that the next ``fit`` on the same data continues
+        them for ``n_iter`` more sweeps, pooling the draws as if one fit had
+        run them all; see :class:`DPGaussianClustering` for the details.
 
     Attributes
     ----------
