@@ -285,6 +285,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         best_draw = point_estimate(posterior, self.burn_in)
         self.label_samples_ = posterior.label_samples
         self.trace_ = posterior.trace
+        self._moves = posterior.moves
         self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
         self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
@@ -344,7 +345,9 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 "training data, and X differs from it. Pass the same X, or set "
                 "warm_start=False to fit new chains."
             )
-        return Posterior(self.label_samples_, self._draws, self.trace_, self._chains)
+        return Posterior(
+            self.label_samples_, self._draws, self.trace_, self._moves, self._chains
+        )
 
     def __getstate__(self):
         # The compiled chains do not pickle: a restored estimator has none to
@@ -633,7 +636,12 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
           and ``draw``) of the traced scalars: ``n_clusters``, ``log_joint`` and,
           when sampled, ``alpha``; ``warmup_posterior`` holds the burn-in sweeps.
         * ``sample_stats``: ``lp``, the log joint of the same sweeps (ArviZ's
-          name for it; ``warmup_sample_stats`` for burn-in).
+          name for it; ``warmup_sample_stats`` for burn-in), and the acceptance
+          rate in each sweep of the Metropolis-Hastings moves the chains count,
+          where the sampler uses them: ``split_merge_acceptance`` and
+          ``permutation_acceptance`` (accepted / proposed, NaN in a sweep
+          that proposed none). The Mallows chains' Metropolis-Hastings steps
+          for sigma are not counted.
         * ``log_likelihood`` (when ``log_likelihood=True``): variable ``x`` with
           dims (``chain``, ``draw``, ``row``), for every kept draw (thinned, as
           ``label_samples_``) and every training row, the log predictive density
@@ -704,7 +712,7 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
                 "to_inference_data needs ArviZ: pip install arviz"
             ) from None
         trace, burn_in = self.trace_, self.burn_in
-        stats = {"lp": trace["log_joint"]}
+        stats = {"lp": trace["log_joint"], **self._acceptance_rates()}
         groups = {
             "posterior": {k: v[:, burn_in:] for k, v in trace.items()},
             "sample_stats": {k: v[:, burn_in:] for k, v in stats.items()},
@@ -728,6 +736,18 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         if int(arviz.__version__.split(".")[0]) >= 1:
             return arviz.from_dict(groups, **options)
         return arviz.from_dict(**groups, **options)
+
+    def _acceptance_rates(self):
+        """``<move>_acceptance`` per sweep of the Metropolis-Hastings moves that
+        proposed anything: accepted / proposed, NaN in a sweep with no proposal."""
+        rates = {}
+        for name, proposed in self._moves.items():
+            if name.endswith("_proposed") and proposed.any():
+                move = name[: -len("_proposed")]
+                accepted = self._moves[f"{move}_accepted"]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rates[f"{move}_acceptance"] = accepted / proposed
+        return rates
 
     def coclustering_matrix(self, rows=None):
         """P(two rows share a cluster) over the kept draws: see

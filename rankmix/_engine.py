@@ -43,6 +43,7 @@ class ChainResult:
     labels: np.ndarray  # (n_kept, N) int32; None when this run kept no draw
     parameters: list  # per kept draw, the snapshot's parameter tuple
     trace: dict  # name -> (n_iter,): "n_clusters", "log_joint" and any extras
+    moves: dict  # "<move>_proposed"/"<move>_accepted" -> (n_iter,) per sweep
     chain: object  # the chain itself, when kept to be continued; else None
 
 
@@ -53,6 +54,7 @@ class Posterior:
     label_samples: np.ndarray  # (n_draws, N), chains stacked, smallest int dtype
     parameters: list  # per draw, as label_samples
     trace: dict  # name -> (n_chains, n_iter)
+    moves: dict  # proposals and acceptances per sweep, (n_chains, n_iter) each
     chains: list  # the chains, to continue them (None entries when not kept)
 
 
@@ -134,14 +136,14 @@ def run_chains(
     finally:  # also when a chain fails or the user interrupts
         progress.close()
     parameters = [p for result in results for p in result.parameters]
-    trace = {
-        name: np.stack([result.trace[name] for result in results])
-        for name in results[0].trace
-    }
+    trace, moves = (
+        {name: np.stack([getattr(r, group)[name] for r in results]) for name in names}
+        for group, names in (("trace", results[0].trace), ("moves", results[0].moves))
+    )
     blocks = [result.labels for result in results if result.labels is not None]
     label_samples = _pool_labels(blocks) if blocks else None
     chains = [result.chain for result in results]
-    return Posterior(label_samples, parameters, trace, chains)
+    return Posterior(label_samples, parameters, trace, moves, chains)
 
 
 def extend_posterior(previous, new, n_chains):
@@ -166,11 +168,11 @@ def extend_posterior(previous, new, n_chains):
                 + new.parameters[c * n_added : (c + 1) * n_added]
             )
         ]
-    trace = {
-        name: np.concatenate([previous.trace[name], new.trace[name]], axis=1)
-        for name in previous.trace
-    }
-    return Posterior(labels, parameters, trace, new.chains)
+    trace, moves = (
+        {name: np.concatenate([old[name], added[name]], axis=1) for name in old}
+        for old, added in ((previous.trace, new.trace), (previous.moves, new.moves))
+    )
+    return Posterior(labels, parameters, trace, moves, new.chains)
 
 
 def point_estimate(posterior, burn_in):
@@ -207,6 +209,12 @@ def _run_chain(start, n_iter, burn_in, thin, sweeps_done, index, progress, extra
     for name in ("log_joint", *extra):
         trace[name] = np.empty(n_iter, dtype=np.float64)
     kept_labels, kept_parameters = None, []
+    counted = _move_counts(chain)
+    moves = {
+        f"{move}_{what}": np.zeros(n_iter, dtype=np.intp)
+        for move in counted
+        for what in ("proposed", "accepted")
+    }
     n_kept = n_kept_draws(sweeps_done + n_iter, burn_in, thin) - n_kept_draws(
         sweeps_done, burn_in, thin
     )
@@ -214,6 +222,12 @@ def _run_chain(start, n_iter, burn_in, thin, sweeps_done, index, progress, extra
         chain.sweep()
         for name, values in trace.items():
             values[sweep] = getattr(chain, name)
+        # the chains count proposals since their start: this sweep's is the change
+        now = _move_counts(chain)
+        for move, (proposed, accepted) in now.items():
+            moves[f"{move}_proposed"][sweep] = proposed - counted[move][0]
+            moves[f"{move}_accepted"][sweep] = accepted - counted[move][1]
+        counted = now
         # burn-in and thinning count from the chain's start, not this run's
         done = sweeps_done + sweep
         if done >= burn_in and (done - burn_in) % thin == 0:
@@ -223,7 +237,35 @@ def _run_chain(start, n_iter, burn_in, thin, sweeps_done, index, progress, extra
             kept_labels[len(kept_parameters)] = labels
             kept_parameters.append(tuple(parameters))
         progress.update(index, sweep, chain.n_clusters, chain.log_joint)
-    return ChainResult(kept_labels, kept_parameters, trace, chain if keep else None)
+    return ChainResult(
+        kept_labels, kept_parameters, trace, moves, chain if keep else None
+    )
+
+
+# The Metropolis-Hastings moves whose proposals the chains count, from their
+# start: move -> (chain attribute, its keys of proposals, of acceptances).
+_COUNTED_MOVES = {
+    "split_merge": (
+        "split_merge_counts",
+        ("split_proposed", "merge_proposed"),
+        ("split_accepted", "merge_accepted"),
+    ),
+    "permutation": ("permutation_counts", ("proposed",), ("accepted",)),
+}
+
+
+def _move_counts(chain):
+    """move -> (proposals, acceptances) so far, for the moves the chain counts."""
+    counts = {}
+    for move, (attribute, proposed, accepted) in _COUNTED_MOVES.items():
+        if not hasattr(chain, attribute):
+            continue
+        # None before a chain's first sweep: nothing counted yet
+        found = getattr(chain, attribute) or {}
+        counts[move] = tuple(
+            sum(found.get(key, 0) for key in keys) for keys in (proposed, accepted)
+        )
+    return counts
 
 
 def _smallest_label_dtype(max_label):

@@ -370,3 +370,43 @@ def test_to_inference_data_can_leave_the_log_likelihood_out():
     pytest.importorskip("arviz")
     idata = fit(DPGaussianClustering, VECTORS).to_inference_data(log_likelihood=False)
     assert "log_likelihood" not in idata.groups()
+
+
+@pytest.mark.parametrize(
+    "Estimator, X, params, moves",
+    [
+        (DPMallowsClustering, TINY_X, {"n_split_merge": 2}, ["split_merge"]),
+        (
+            DPGaussianClustering,
+            VECTORS,
+            {"sampler": "gibbs+split-merge+permutation"},
+            ["split_merge", "permutation"],
+        ),
+        (DPGaussianClustering, VECTORS, {"sampler": "gibbs"}, []),
+    ],
+)
+def test_sample_stats_hold_the_acceptance_rates_the_chains_count(
+    Estimator, X, params, moves
+):
+    pytest.importorskip("arviz")
+    model = fit(Estimator, X, n_chains=2, warm_start=True, **params)
+    stats = model.to_inference_data()["sample_stats"]
+    assert set(stats.data_vars) == {"lp", *(f"{m}_acceptance" for m in moves)}
+    for move in moves:
+        proposed = model._moves[f"{move}_proposed"]
+        accepted = model._moves[f"{move}_accepted"]
+        # the per-sweep counts add up to the chains' own counters
+        keys = {"split_merge": ("split", "merge"), "permutation": ("",)}[move]
+        attribute = f"{move}_counts"
+        for chain, p, a in zip(model._chains, proposed, accepted):
+            counts = getattr(chain, attribute)
+            names = [f"{k}_" if k else "" for k in keys]
+            assert p.sum() == sum(counts[f"{k}proposed"] for k in names)
+            assert a.sum() == sum(counts[f"{k}accepted"] for k in names)
+        with np.errstate(invalid="ignore"):
+            expected = (accepted / proposed)[:, model.burn_in :]
+        assert_array_equal(stats[f"{move}_acceptance"].values, expected)
+    if "permutation" in moves:
+        # the permutation move is counted after burn-in only
+        assert np.all(model._moves["permutation_proposed"][:, : model.burn_in] == 0)
+        assert np.all(model._moves["permutation_proposed"][:, model.burn_in :] == 1)

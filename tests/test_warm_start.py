@@ -50,6 +50,9 @@ def assert_same_posterior(one, other):
     assert set(one.trace_) == set(other.trace_)
     for name in one.trace_:
         assert_array_equal(one.trace_[name], other.trace_[name])
+    assert set(one._moves) == set(other._moves)
+    for name in one._moves:
+        assert_array_equal(one._moves[name], other._moves[name])
     assert len(one._draws) == len(other._draws)
     for a, b in zip(one._draws, other._draws):
         for x, y in zip(a, b):
