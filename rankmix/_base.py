@@ -10,8 +10,9 @@ import joblib
 import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
@@ -485,8 +486,19 @@ class BaseDPMixture(ClusterMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
         log_density : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        per_draw = self._log_predictive_per_draw(self._check_new_data(X))
-        return logsumexp(per_draw, axis=0) - np.log(len(self._draws))
+        return self._log_predictive(self._check_new_data(X))
+
+    def _log_predictive(self, X):
+        """`score_samples` of validated rows, in batches of rows whose
+        (n_draws, batch) table of per-draw densities fits scikit-learn's
+        ``working_memory``."""
+        n_rows, n_draws = X.shape[0], len(self._draws)
+        batch = max(1, int(get_config()["working_memory"] * 2**20) // (8 * n_draws))
+        out = np.empty(n_rows)
+        for rows in gen_batches(n_rows, batch):
+            per_draw = self._log_predictive_per_draw(X[rows])
+            out[rows] = logsumexp(per_draw, axis=0) - np.log(n_draws)
+        return out
 
     def _log_predictive_per_draw(self, X, training=False):
         """(n_draws, n_samples): log of each kept draw's DP predictive of each row.

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import integrate, optimize
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 from sklearn.utils.validation import check_is_fitted
 
 from . import _kernels, mallows
@@ -418,9 +418,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         extended = np.full((len(rows), X.shape[1] + 1), -1, dtype=np.intp)
         extended[:, :-1] = X[rows]
         extended[np.arange(len(rows)), lengths[rows]] = items
-        log_density = [
-            logsumexp(self._log_predictive_per_draw(x), axis=0) for x in (X, extended)
-        ]
+        log_density = [self._log_predictive(x) for x in (X, extended)]
         proba = np.zeros((len(X), self.n_items_))
         proba[rows, items] = np.exp(log_density[1] - log_density[0][rows])
         return proba

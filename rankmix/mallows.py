@@ -248,8 +248,8 @@ def top_k_probabilities(sigma, theta, k):
     P(s_j = p); otherwise it moves to place p - 1 if s_j < p, and stays at p
     if s_j > p. So its place is a Markov chain, and the probability that it is
     still unranked after k stages is propagated over places, in
-    O(k n^2) for all items together, with no sum over the n! / (n - k)!
-    top-k rankings.
+    O(k n^2) time and O(n^2) memory for all items together, with no sum over
+    the n! / (n - k)! top-k rankings.
 
     Examples
     --------

@@ -208,3 +208,19 @@ def test_predict_next_proba_is_the_ratio_of_predictive_densities():
             assert_allclose(proba[r, i], density(x + [i]) / density(x), rtol=1e-10)
     with pytest.raises(ValueError, match="must be shorter"):
         model.predict_next_proba([[0, 1, 2]])
+
+
+def test_densities_are_computed_in_batches_within_working_memory():
+    # score_samples and predict_next_proba hold an (n_draws, rows) table: a tiny
+    # working_memory splits the rows into batches, which changes no value beyond
+    # the last bits (the kernels' vectorised loops round by batch length)
+    from sklearn import config_context
+
+    model = fit(DPMallowsClustering, RANKINGS)
+    scores = model.score_samples(RANKINGS)
+    next_items = model.predict_next_proba(RANKINGS[:, :1])
+    with config_context(working_memory=1e-4):  # about 13 rows at 40 draws
+        assert_allclose(model.score_samples(RANKINGS), scores, rtol=1e-14)
+        assert_allclose(
+            model.predict_next_proba(RANKINGS[:, :1]), next_items, rtol=1e-13
+        )
