@@ -99,9 +99,9 @@ def run_chains(
         Sweeps the ``chains`` have run: burn-in and thinning count sweeps from
         each chain's start, so that a run continued is the same as one run.
     keep_chains : bool
-        Return the chain objects in ``Posterior.chains``. They live in this
-        process: with a process or cluster backend of joblib they would have to
-        pickle, which the compiled chains do not.
+        Return the chain objects in ``Posterior.chains``. They must live in this
+        process (the compiled chains do not pickle), so such chains, and chains
+        continued, run in threads whatever joblib's backend.
 
     Returns
     -------
@@ -118,8 +118,14 @@ def run_chains(
     progress = _Progress(n_iter, n_chains, verbose)
     try:
         # Threads by default: the sweeps release the GIL and the chains share the
-        # data; joblib.parallel_config(backend=...) overrides the preference.
-        results = Parallel(n_jobs=n_jobs, prefer="threads")(
+        # data; joblib.parallel_config(backend=...) overrides the preference,
+        # except for chains to keep, which must stay in this process (compiled,
+        # they do not pickle): sharedmem makes joblib run those in threads.
+        results = Parallel(
+            n_jobs=n_jobs,
+            prefer="threads",
+            require="sharedmem" if keep_chains or chains is not None else None,
+        )(
             delayed(_run_chain)(
                 start,
                 n_iter,

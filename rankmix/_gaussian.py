@@ -144,9 +144,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         ``fit(n_iter=400)``. A warm fit on other data, or with other parameters
         than ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which
         only seeds chains that start), raises a ValueError. The chains hold
-        their work arrays in memory, run in threads (a process backend of
-        joblib cannot send them back) and are not pickled: a restored estimator
-        starts new chains, with a warning.
+        their work arrays in memory, run in threads whatever joblib's
+        backend (they cannot leave this process) and are not pickled: a
+        restored estimator starts new chains, with a warning.
 
     Attributes
     ----------

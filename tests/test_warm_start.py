@@ -146,3 +146,15 @@ def test_the_log_likelihood_group_covers_every_fit():
     idata = model.to_inference_data()
     assert idata["log_likelihood"]["x"].shape == (2, len(range(10, 35, 3)), 60)
     assert idata["posterior"]["log_joint"].shape == (2, 25)
+
+
+def test_kept_chains_run_in_threads_under_a_process_backend():
+    # compiled chains do not pickle: the chains to keep stay in this process,
+    # and the draws are those of the default threads
+    joblib = pytest.importorskip("joblib")
+    expected = fit(make(DPGaussianClustering, n_iter=30), VECTORS)
+    model = make(DPGaussianClustering, n_iter=20, warm_start=True)
+    with joblib.parallel_config(backend="loky", n_jobs=2):
+        fit(model, VECTORS)
+        fit(model, VECTORS, n_iter=10)
+    assert_same_posterior(expected, model)
