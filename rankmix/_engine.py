@@ -17,6 +17,11 @@ joblib's default here (``prefer="threads"``: the sweeps release the GIL and the 
 share the data): under ``joblib.parallel_config(backend=...)`` the chains run on that
 backend, processes or a cluster (dask's), for which the chain factories and the
 models they hold pickle.
+
+A run may keep its chains (the estimators' ``warm_start``), and a later run continue
+them: burn-in and thinning count sweeps from the chains' start, and
+`extend_posterior` appends each chain's new draws to its old ones, so that the runs
+together give the draws of one long run.
 """
 
 import time

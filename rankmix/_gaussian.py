@@ -177,7 +177,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     mean_prior_ : ndarray of shape (n_features,)
         The prior mean m_0 used.
     covariance_prior_ : ndarray of shape (n_features, n_features) or (n_features,)

@@ -145,7 +145,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     n_items_ : int
         Number of items.
     r_ : ndarray of shape (t_max,)

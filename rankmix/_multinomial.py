@@ -92,7 +92,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     dirichlet_prior_ : ndarray of shape (n_features,)
         The Dirichlet parameter a used.
     n_features_in_ : int
