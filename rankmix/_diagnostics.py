@@ -104,7 +104,8 @@ def warn_if_chains_disagree(log_joint):
         warnings.warn(
             f"The chains disagree: R-hat of the log joint after burn-in is "
             f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
-            "in different modes. Increase n_iter and burn_in, or try another "
+            "in different modes. Increase n_iter and burn_in (with "
+            "warm_start=True, fit again to continue the chains), or try another "
             "sampler; inspect trace_ to see where the chains part.",
             ConvergenceWarning,
             stacklevel=3,

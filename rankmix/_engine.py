@@ -17,10 +17,16 @@ joblib's default here (``prefer="threads"``: the sweeps release the GIL and the 
 share the data): under ``joblib.parallel_config(backend=...)`` the chains run on that
 backend, processes or a cluster (dask's), for which the chain factories and the
 models they hold pickle.
+
+A run may keep its chains (the estimators' ``warm_start``), and a later run continue
+them: burn-in and thinning count sweeps from the chains' start, and
+`extend_posterior` appends each chain's new draws to its old ones, so that the runs
+together give the draws of one long run.
 """
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -39,9 +45,11 @@ from ._rng import spawn_bit_generators
 class ChainResult:
     """Everything one chain returns: kept draws and per-sweep traces."""
 
-    labels: np.ndarray  # (n_kept, N) int32
+    labels: np.ndarray  # (n_kept, N) int32; None when this run kept no draw
     parameters: list  # per kept draw, the snapshot's parameter tuple
     trace: dict  # name -> (n_iter,): "n_clusters", "log_joint" and any extras
+    moves: dict  # "<move>_proposed"/"<move>_accepted" -> (n_iter,) per sweep
+    chain: object  # the chain itself, when kept to be continued; else None
 
 
 @dataclass
@@ -51,7 +59,8 @@ class Posterior:
     label_samples: np.ndarray  # (n_draws, N), chains stacked, smallest int dtype
     parameters: list  # per draw, as label_samples
     trace: dict  # name -> (n_chains, n_iter)
-    best_draw: int  # index of the point estimate in label_samples
+    moves: dict  # proposals and acceptances per sweep, (n_chains, n_iter) each
+    chains: list  # the chains, to continue them (None entries when not kept)
 
 
 def run_chains(
@@ -65,6 +74,9 @@ def run_chains(
     random_state,
     verbose=0,
     extra_traces=(),
+    chains=None,
+    sweeps_done=0,
+    keep_chains=False,
 ):
     """Run the chains and pool their draws.
 
@@ -73,84 +85,198 @@ def run_chains(
     make_chain : callable
         ``make_chain(bit_generator)`` returns a fresh chain (see module docstring).
     n_iter, burn_in, thin : int
-        Sweeps in all (burn-in included), sweeps discarded, and the keep interval.
+        Sweeps to run now, sweeps discarded at the start of every chain, and the
+        keep interval.
     n_chains, n_jobs : int
         Number of chains and of joblib workers running them (threads unless a
         joblib.parallel_config says otherwise).
     random_state : int, RandomState instance or None
-        Fixes every chain's stream.
+        Fixes every chain's stream (unused when ``chains`` are continued).
     verbose : int
         0 is silent; 1 a progress bar (tqdm) or periodic lines; 2 a line a sweep.
     extra_traces : tuple of str
         Names of further chain attributes to record after every sweep (for
         example ``"alpha"`` when the model samples it).
+    chains : list or None
+        Chains to continue (``Posterior.chains`` of an earlier run, kept with
+        ``keep_chains``) instead of starting fresh ones.
+    sweeps_done : int
+        Sweeps the ``chains`` have run: burn-in and thinning count sweeps from
+        each chain's start, so that a run continued is the same as one run.
+    keep_chains : bool
+        Return the chain objects in ``Posterior.chains``. They must live in this
+        process (the compiled chains do not pickle), so such chains, and chains
+        continued, run in threads whatever joblib's backend.
 
     Returns
     -------
     posterior : Posterior
+        The draws and traces of this run only (see `extend_posterior`).
     """
-    bit_generators = spawn_bit_generators(random_state, n_chains)
+    if chains is None:
+        starts = [
+            partial(make_chain, bit_generator)
+            for bit_generator in spawn_bit_generators(random_state, n_chains)
+        ]
+    else:
+        starts = [partial(_same, chain) for chain in chains]
     progress = _Progress(n_iter, n_chains, verbose)
     try:
         # Threads by default: the sweeps release the GIL and the chains share the
-        # data; joblib.parallel_config(backend=...) overrides the preference.
-        results = Parallel(n_jobs=n_jobs, prefer="threads")(
+        # data; joblib.parallel_config(backend=...) overrides the preference,
+        # except for chains to keep, which must stay in this process (compiled,
+        # they do not pickle): sharedmem makes joblib run those in threads.
+        results = Parallel(
+            n_jobs=n_jobs,
+            prefer="threads",
+            require="sharedmem" if keep_chains or chains is not None else None,
+        )(
             delayed(_run_chain)(
-                make_chain,
-                bit_generator,
+                start,
                 n_iter,
                 burn_in,
                 thin,
+                sweeps_done,
                 index,
                 progress,
                 extra_traces,
+                keep_chains,
             )
-            for index, bit_generator in enumerate(bit_generators)
+            for index, start in enumerate(starts)
         )
     finally:  # also when a chain fails or the user interrupts
         progress.close()
+    parameters = [p for result in results for p in result.parameters]
+    trace, moves = (
+        {name: np.stack([getattr(r, group)[name] for r in results]) for name in names}
+        for group, names in (("trace", results[0].trace), ("moves", results[0].moves))
+    )
+    blocks = [result.labels for result in results if result.labels is not None]
+    label_samples = _pool_labels(blocks) if blocks else None
+    chains = [result.chain for result in results]
+    return Posterior(label_samples, parameters, trace, moves, chains)
+
+
+def extend_posterior(previous, new, n_chains):
+    """``previous`` followed, chain by chain, by the draws of its continuation.
+
+    Each chain's kept draws come in a block (chains stacked), so the result is
+    the posterior one run of all the sweeps would have given.
+    """
+    if new.label_samples is None:  # the continuation kept no draw
+        labels, parameters = previous.label_samples, previous.parameters
+    else:
+        n_samples = previous.label_samples.shape[1]
+        old = previous.label_samples.reshape(n_chains, -1, n_samples)
+        added = new.label_samples.reshape(n_chains, -1, n_samples)
+        labels = _pool_labels(list(old) + list(added), order=_interleave(n_chains))
+        n_old, n_added = old.shape[1], added.shape[1]
+        parameters = [
+            p
+            for c in range(n_chains)
+            for p in (
+                previous.parameters[c * n_old : (c + 1) * n_old]
+                + new.parameters[c * n_added : (c + 1) * n_added]
+            )
+        ]
+    trace, moves = (
+        {name: np.concatenate([old[name], added[name]], axis=1) for name in old}
+        for old, added in ((previous.trace, new.trace), (previous.moves, new.moves))
+    )
+    return Posterior(labels, parameters, trace, moves, new.chains)
+
+
+def point_estimate(posterior, burn_in):
+    """Index of the VI medoid among the draws; warns if the chains disagree."""
+    warn_if_chains_disagree(posterior.trace["log_joint"][:, burn_in:])
+    return vi_consensus(posterior.label_samples)
+
+
+def _interleave(n_chains):
+    """Block order: chain 0's old and new draws, then chain 1's, and so on."""
+    return [i for c in range(n_chains) for i in (c, n_chains + c)]
+
+
+def _pool_labels(blocks, order=None):
     # The snapshots number clusters 0..K-1, so the largest label is the largest
     # K less one: store the draws in the smallest integer dtype that holds it
-    # (int8 for up to 128 clusters), copied once from the chains' int32 blocks.
-    n_clusters_max = max(int(result.labels.max(initial=0)) for result in results) + 1
-    label_samples = np.concatenate(
-        [result.labels for result in results],
-        dtype=_smallest_label_dtype(n_clusters_max - 1),
-        casting="same_kind",
+    # (int8 for up to 128 clusters), copied once from the blocks.
+    if order is not None:
+        blocks = [blocks[i] for i in order]
+    n_clusters_max = max(int(block.max(initial=0)) for block in blocks) + 1
+    return np.concatenate(
+        blocks, dtype=_smallest_label_dtype(n_clusters_max - 1), casting="same_kind"
     )
-    parameters = [p for result in results for p in result.parameters]
-    trace = {
-        name: np.stack([result.trace[name] for result in results])
-        for name in results[0].trace
-    }
-    best_draw = vi_consensus(label_samples)
-    warn_if_chains_disagree(trace["log_joint"][:, burn_in:])
-    return Posterior(label_samples, parameters, trace, best_draw)
 
 
-def _run_chain(
-    make_chain, bit_generator, n_iter, burn_in, thin, index, progress, extra
-):
-    chain = make_chain(bit_generator)
+def _same(chain):
+    """The chain to continue (a start that builds nothing)."""
+    return chain
+
+
+def _run_chain(start, n_iter, burn_in, thin, sweeps_done, index, progress, extra, keep):
+    chain = start()
     trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
     for name in ("log_joint", *extra):
         trace[name] = np.empty(n_iter, dtype=np.float64)
     kept_labels, kept_parameters = None, []
+    counted = _move_counts(chain)
+    moves = {
+        f"{move}_{what}": np.zeros(n_iter, dtype=np.intp)
+        for move in counted
+        for what in ("proposed", "accepted")
+    }
+    n_kept = n_kept_draws(sweeps_done + n_iter, burn_in, thin) - n_kept_draws(
+        sweeps_done, burn_in, thin
+    )
     for sweep in range(n_iter):
         chain.sweep()
         for name, values in trace.items():
             values[sweep] = getattr(chain, name)
-        if sweep >= burn_in and (sweep - burn_in) % thin == 0:
+        # the chains count proposals since their start: this sweep's is the change
+        now = _move_counts(chain)
+        for move, (proposed, accepted) in now.items():
+            moves[f"{move}_proposed"][sweep] = proposed - counted[move][0]
+            moves[f"{move}_accepted"][sweep] = accepted - counted[move][1]
+        counted = now
+        # burn-in and thinning count from the chain's start, not this run's
+        done = sweeps_done + sweep
+        if done >= burn_in and (done - burn_in) % thin == 0:
             labels, *parameters = chain.snapshot()
             if kept_labels is None:  # int32 codes: the snapshot's dtype
-                kept_labels = np.empty(
-                    (n_kept_draws(n_iter, burn_in, thin), labels.shape[0]),
-                    dtype=labels.dtype,
-                )
+                kept_labels = np.empty((n_kept, labels.shape[0]), dtype=labels.dtype)
             kept_labels[len(kept_parameters)] = labels
             kept_parameters.append(tuple(parameters))
         progress.update(index, sweep, chain.n_clusters, chain.log_joint)
-    return ChainResult(kept_labels, kept_parameters, trace)
+    return ChainResult(
+        kept_labels, kept_parameters, trace, moves, chain if keep else None
+    )
+
+
+# The Metropolis-Hastings moves whose proposals the chains count, from their
+# start: move -> (chain attribute, its keys of proposals, of acceptances).
+_COUNTED_MOVES = {
+    "split_merge": (
+        "split_merge_counts",
+        ("split_proposed", "merge_proposed"),
+        ("split_accepted", "merge_accepted"),
+    ),
+    "permutation": ("permutation_counts", ("proposed",), ("accepted",)),
+}
+
+
+def _move_counts(chain):
+    """move -> (proposals, acceptances) so far, for the moves the chain counts."""
+    counts = {}
+    for move, (attribute, proposed, accepted) in _COUNTED_MOVES.items():
+        if not hasattr(chain, attribute):
+            continue
+        # None before a chain's first sweep: nothing counted yet
+        found = getattr(chain, attribute) or {}
+        counts[move] = tuple(
+            sum(found.get(key, 0) for key in keys) for keys in (proposed, accepted)
+        )
+    return counts
 
 
 def _smallest_label_dtype(max_label):

@@ -134,6 +134,19 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         0 is silent. 1 shows a progress bar with the time left if tqdm is
         installed (``pip install tqdm``), else about ten progress lines per chain
         (sweep, clusters, log joint, time left); 2 prints a line every sweep.
+    warm_start : bool, default=False
+        When True, ``fit`` keeps the chains, and the next ``fit`` on the same
+        data continues them for ``n_iter`` more sweeps instead of starting new
+        ones. The draws and traces of the fits are pooled as if one fit had
+        run all the sweeps: burn-in and thinning count sweeps from the chains'
+        start, so the burn-in is that of the first fit only, and
+        ``fit(n_iter=200)`` then ``fit(n_iter=200)`` gives the draws of one
+        ``fit(n_iter=400)``. A warm fit on other data, or with other parameters
+        than ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which
+        only seeds chains that start), raises a ValueError. The chains hold
+        their work arrays in memory, run in threads whatever joblib's
+        backend (they cannot leave this process) and are not pickled: a
+        restored estimator starts new chains, with a warning.
 
     Attributes
     ----------
@@ -164,7 +177,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     mean_prior_ : ndarray of shape (n_features,)
         The prior mean m_0 used.
     covariance_prior_ : ndarray of shape (n_features, n_features) or (n_features,)
@@ -358,6 +371,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
     ):
         self._store_parameters(locals())
 
@@ -536,12 +550,22 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             X, means, factors, dfs, self.covariance_type == "full"
         )[:, 0]
 
+    def _own_cluster_loo_log_density(self, X, labels, parameters, density):
+        return _left_out_log_density(
+            X, labels, parameters, self.kappa_, self.covariance_type == "full"
+        )
+
     # posterior_samples(): each draw's cluster means (PosteriorSummaryMixin)
     _draw_fields = {"means": (0, np.nan)}
 
     def _describe_clusters(self, parameters):
         self.means_ = parameters[0]
         self.covariances_ = parameters[1]
+
+    def _sample_new_clusters(self, n_samples, rng):
+        means, factors, dfs = self._prior_predictive
+        components = np.zeros(n_samples, dtype=np.intp)
+        return self._sample_components(components, (means, None, factors, dfs), rng)
 
     def _sample_components(self, components, parameters, rng):
         means, _, factors, dfs = parameters[:4]
@@ -683,19 +707,90 @@ def _student_t_log_density(X, means, factors, dfs, full):
                 log1p_q[rows] = _far_log1p_diag(X[rows], mean, factor, df)
         if full:
             out[:, k] = (
-                gammaln((df + d) / 2)
-                - gammaln(df / 2)
-                - d / 2 * np.log(df * np.pi)
+                _student_t_log_normaliser(df, d)
                 - np.log(np.diag(factor)).sum()
                 - (df + d) / 2 * log1p_q
             )
         else:
             out[:, k] = (
-                d * (gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * np.log(df * np.pi))
+                d * _student_t_log_normaliser(df, 1)
                 - np.log(factor).sum()
                 - (df + 1) / 2 * log1p_q.sum(axis=1)
             )
     return out
+
+
+def _student_t_log_normaliser(df, d):
+    """log of the d-dimensional Student-t's constant, unit shape matrix."""
+    return gammaln((df + d) / 2) - gammaln(df / 2) - d / 2 * np.log(df * np.pi)
+
+
+def _left_out_log_density(X, labels, parameters, kappa, full):
+    """(n_samples,) log-density of each training row under its own cluster's
+    Student-t predictive, the row left out of the cluster.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+        The training rows.
+    labels : ndarray of shape (n_samples,)
+        Each row's cluster in the draw.
+    parameters : tuple
+        The draw: ``(means, covariances, factors, dfs, ..., sizes)``.
+    kappa : float
+        The prior's kappa_0.
+    full : bool
+
+    Notes
+    -----
+    A cluster of n rows has the NIW posterior (kappa_n = kappa_0 + n, m_n,
+    nu_n, Psi_n), and its predictive is a Student-t with df_n degrees of
+    freedom, location m_n and shape S_n = Psi_n (kappa_n + 1) / (kappa_n
+    df_n), whose Cholesky factor the draw holds. Removing a member x reverses
+    the conjugate update: kappa = kappa_n - 1, df = df_n - 1, the location
+    becomes (kappa_n m_n - x) / kappa and Psi = Psi_n - beta e e^T with
+    e = x - m_n and beta = kappa_n / kappa. With g = e^T Psi_n^{-1} e the
+    matrix determinant lemma and Sherman-Morrison give, at x itself,
+
+    .. math::
+
+        \\log f^{-x}(x) = \\log c_{df, d}
+        - \\tfrac{d}{2} \\log \\frac{\\kappa_n}{\\kappa\\, df}
+        - \\tfrac12 \\log |\\Psi_n|
+        + \\tfrac{df + d - 1}{2} \\log(1 - \\beta g),
+
+    c_{df, d} the Student-t constant: O(d^2) a row, no refactorisation. The
+    diagonal model is d independent one-dimensional cases.
+    """
+    means, _, factors, dfs = parameters[:4]
+    kappa_n = kappa + parameters[-1][labels]
+    df_n = dfs[labels]
+    e = X - means[labels]
+    if full:
+        d = X.shape[1]
+        q = np.empty(len(X))
+        log_det = np.empty(len(X))
+        for k in np.unique(labels):  # u = L_k^{-1} e, q = |u|^2 under S_n
+            rows = labels == k
+            u = solve_triangular(factors[k], e[rows].T, lower=True, check_finite=False)
+            q[rows] = (u * u).sum(axis=0)
+            log_det[rows] = 2 * np.log(np.diag(factors[k])).sum()
+    else:
+        d = 1
+        # one-dimensional cases side by side: every row holds d of them
+        q = (e / factors[labels]) ** 2
+        log_det = 2 * np.log(factors[labels])
+        kappa_n, df_n = kappa_n[:, None], df_n[:, None]
+    kappa_left, df = kappa_n - 1, df_n - 1
+    g = q * (kappa_n + 1) / (kappa_n * df_n)
+    log_det_psi = log_det + d * np.log(kappa_n * df_n / (kappa_n + 1))
+    value = (
+        _student_t_log_normaliser(df, d)
+        - d / 2 * np.log(kappa_n / (kappa_left * df))
+        - log_det_psi / 2
+        + (df + d - 1) / 2 * np.log1p(-g * kappa_n / kappa_left)
+    )
+    return value if full else value.sum(axis=1)
 
 
 def _scaled_difference(X, mean):

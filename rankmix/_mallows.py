@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import integrate, optimize
 from scipy.special import gammaln
+from sklearn.utils.validation import check_is_fitted
 
 from . import _kernels, mallows
 from ._base import (
@@ -107,6 +108,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         0 is silent. 1 shows a progress bar with the time left if tqdm is
         installed (``pip install tqdm``), else about ten progress lines per chain
         (sweep, clusters, log joint, time left); 2 prints a line every sweep.
+    warm_start : bool, default=False
+        Keep the chains, so that the next ``fit`` on the same data continues
+        them for ``n_iter`` more sweeps, pooling the draws as if one fit had
+        run them all; see :class:`DPGaussianClustering` for the details.
 
     Attributes
     ----------
@@ -141,7 +146,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     n_items_ : int
         Number of items.
     r_ : ndarray of shape (t_max,)
@@ -273,6 +278,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
     ):
         super().__init__(
             alpha=alpha,
@@ -283,6 +289,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             n_jobs=n_jobs,
             random_state=random_state,
             verbose=verbose,
+            warm_start=warm_start,
         )
         self.nu = nu
         self.r = r
@@ -295,6 +302,127 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
         self.n_items = n_items
+
+    # -- top-k summaries -------------------------------------------------------
+
+    def top_k_probabilities(self, k):
+        """Probability that each item is among a cluster's first ``k``.
+
+        Parameters
+        ----------
+        k : int
+            Number of leading places, 1 <= k <= ``n_features_in_`` (the model
+            has a theta for the first ``n_features_in_`` places only).
+
+        Returns
+        -------
+        proba : ndarray of shape (`n_clusters_`, `n_items_`)
+            ``proba[c, i]``: P(item i is among the first k of a ranking of
+            cluster c of ``labels_``). Each row sums to k.
+
+        Notes
+        -----
+        Each kept draw d gives its clusters j a GM model (sigma_j, theta_j),
+        under which P_j(i in top k) is exact (see
+        :func:`rankmix.mallows.top_k_probabilities`). The draws number their
+        clusters independently, so cluster c of ``labels_`` is read through its
+        training rankings: each is in some cluster j of draw d, and
+
+        .. math::
+
+            P(i \\in \\text{top } k \\mid c) = \\frac{1}{D} \\sum_{d=1}^{D}
+            \\sum_j \\frac{|j \\cap c|}{|c|} P_j(i \\in \\text{top } k),
+
+        the average over the draws and over c's rankings of the probability
+        under the model of the ranking's cluster.
+
+        Examples
+        --------
+        >>> from rankmix import DPMallowsClustering
+        >>> from rankmix.datasets import make_mallows_mixture
+        >>> X, _, centres = make_mallows_mixture(
+        ...     n_clusters=2, n_per_cluster=50, n_items=6, t=3, theta=2.0,
+        ...     random_state=0)
+        >>> model = DPMallowsClustering(n_iter=40, burn_in=20, random_state=0).fit(X)
+        >>> model.top_k_probabilities(3).sum(axis=1).round(6)
+        array([3., 3.])
+        """
+        check_is_fitted(self)
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, Integral):
+            raise TypeError(f"k must be an integer, got {k!r}.")
+        if not 1 <= k <= self.n_features_in_:
+            raise ValueError(
+                f"k must be in [1, n_features_in_={self.n_features_in_}], got {k}: "
+                "the model has a theta for the places of the training rankings only."
+            )
+        proba = np.zeros((self.n_clusters_, self.n_items_))
+        for d, (sigmas, thetas, *_) in enumerate(self._draws):
+            overlap = self._cluster_overlap(d)
+            overlap /= overlap.sum(axis=0, keepdims=True)
+            proba += overlap.T @ mallows.top_k_probabilities(sigmas, thetas, k)
+        return proba / len(self._draws)
+
+    def predict_next_proba(self, X):
+        """Probability of each item coming next after each partial ranking.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, t_max) or list of sequences
+            Partial rankings, best first, padded with -1; each shorter than the
+            longest training ranking (the model has no theta past it).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, `n_items_`)
+            ``proba[r, i]``: P(item i is ranked next after ranking r), zero for
+            the items r holds already. Rows sum to one.
+
+        Notes
+        -----
+        From the posterior predictive of `score_samples`, p(x | X_train), the
+        average over the kept draws of each draw's DP mixture (new cluster
+        included): for a ranking x of length t and an item i not in it,
+
+        .. math::
+
+            P(\\text{next} = i \\mid x) = \\frac{p(x \\oplus i)}{p(x)},
+
+        x (+) i the ranking of length t + 1 that extends x by i. Each GM model
+        and the new cluster's (n - t)! / n! give top-(t + 1) probabilities
+        that sum over i to the top-t probability of x, so the rows sum to one;
+        the clusters are weighted by how well they explain x itself.
+
+        Examples
+        --------
+        >>> from rankmix import DPMallowsClustering
+        >>> model = DPMallowsClustering(n_iter=20, burn_in=10, random_state=0)
+        >>> model = model.fit([[0, 1, 2], [0, 1, 2], [0, 2, 1], [1, 0, 2]])
+        >>> proba = model.predict_next_proba([[0]])
+        >>> proba.shape, proba[0, 0]
+        ((1, 3), np.float64(0.0))
+        """
+        check_is_fitted(self)
+        X = self._check_new_data(X)
+        lengths = ranking_lengths(X)
+        if lengths.max() >= self.n_features_in_:
+            r = int(np.argmax(lengths >= self.n_features_in_))
+            raise ValueError(
+                f"Ranking {r} has length {lengths[r]}: the model predicts places "
+                f"up to the longest training ranking's ({self.n_features_in_}) "
+                "only, so a ranking must be shorter than that."
+            )
+        # every ranking extended by every item it lacks, scored in one pass
+        taken = np.zeros((len(X), self.n_items_), dtype=bool)
+        rows, places = np.nonzero(X >= 0)
+        taken[rows, X[rows, places]] = True
+        rows, items = np.nonzero(~taken)
+        extended = np.full((len(rows), X.shape[1] + 1), -1, dtype=np.intp)
+        extended[:, :-1] = X[rows]
+        extended[np.arange(len(rows)), lengths[rows]] = items
+        log_density = [self._log_predictive(x) for x in (X, extended)]
+        proba = np.zeros((len(X), self.n_items_))
+        proba[rows, items] = np.exp(log_density[1] - log_density[0][rows])
+        return proba
 
     # -- hooks ---------------------------------------------------------------
 
@@ -467,14 +595,23 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         sigmas, thetas, _, _ = parameters
         t_max = self.n_features_in_
         X = np.full((len(components), t_max), -1, dtype=np.intp)
-        lengths = rng.choice(
-            np.arange(1, t_max + 1), size=len(components), p=self._length_probs
-        )
         for k in np.unique(components):
             rows = np.flatnonzero(components == k)
             X[rows] = mallows.sample(
                 sigmas[k], thetas[k], len(rows), t_max, random_state=rng
             )
+        return self._cut_to_training_lengths(X, rng)
+
+    def _sample_new_clusters(self, n_samples, rng):
+        # Lemma 1: a new cluster's prior predictive is (n - t)! / n!, uniform
+        # over the top-t rankings: the first items of a uniform permutation
+        X = rng.random((n_samples, self.n_items_)).argsort(axis=1)
+        return self._cut_to_training_lengths(X[:, : self.n_features_in_], rng)
+
+    def _cut_to_training_lengths(self, X, rng):
+        """Top-t_max rankings cut to lengths drawn as the training data's are."""
+        t_max = self.n_features_in_
+        lengths = rng.choice(np.arange(1, t_max + 1), size=len(X), p=self._length_probs)
         X[np.arange(t_max) >= lengths[:, None]] = -1
         return X
 

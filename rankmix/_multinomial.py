@@ -6,10 +6,11 @@ from numbers import Real
 
 import numpy as np
 from scipy import sparse
+from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
-from ._multinomial_kernels import DirichletMultinomial
+from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
@@ -62,6 +63,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         See :term:`Glossary <random_state>`.
     verbose : int, default=0
         0 is silent; 1 shows progress; 2 prints a line every sweep.
+    warm_start : bool, default=False
+        Continue the chains of the previous fit on the same data for
+        ``n_iter`` more sweeps, as for :class:`DPGaussianClustering`.
 
     Attributes
     ----------
@@ -88,7 +92,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int
-        Sweeps run per chain.
+        Sweeps run per chain, by all the fits a warm start continued.
     dirichlet_prior_ : ndarray of shape (n_features,)
         The Dirichlet parameter a used.
     n_features_in_ : int
@@ -181,6 +185,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        warm_start=False,
     ):
         self._store_parameters(locals())
 
@@ -247,6 +252,31 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     def _component_log_density(self, X, parameters):
         return self._model.log_predictive(parameters[0], X)
 
+    def _own_cluster_loo_log_density(self, X, labels, parameters, density):
+        # The Dirichlet-multinomial predictive of x given its cluster's counts
+        # less x itself, c' = c - x (T' = T - |x| tokens):
+        #   log |x|! - sum_v log x_v! + lgamma(A + T - |x|) - lgamma(A + T)
+        #   + sum_{v: x_v > 0} [lgamma(a_v + c_v) - lgamma(a_v + c_v - x_v)],
+        # the kernel's formula (_multinomial_kernels.pyx) with c' put in.
+        counts = parameters[0]
+        _, indices, values, totals, coefs = row_statistics(X)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        prior = self.dirichlet_prior_[indices]
+        held = np.asarray(counts[labels[rows], indices]).ravel()
+        gain = np.bincount(
+            rows,
+            weights=gammaln(prior + held) - gammaln(prior + held - values),
+            minlength=X.shape[0],
+        )
+        total_prior = self.dirichlet_prior_.sum()
+        cluster_totals = np.asarray(counts.sum(axis=1)).ravel()[labels]
+        return (
+            coefs
+            + gammaln(total_prior + cluster_totals - totals)
+            - gammaln(total_prior + cluster_totals)
+            + gain
+        )
+
     def _new_cluster_log_density(self, X):
         empty = sparse.csr_matrix((1, X.shape[1]), dtype=np.int64)
         return self._model.log_predictive(empty, X)[:, 0]
@@ -258,6 +288,11 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     def _describe_clusters(self, parameters):
         posterior = self._posterior_parameters(parameters[0])
         self.feature_probs_ = posterior / posterior.sum(axis=1, keepdims=True)
+
+    def _sample_new_clusters(self, n_samples, rng):
+        empty = sparse.csr_matrix((1, self.n_features_in_), dtype=np.int64)
+        components = np.zeros(n_samples, dtype=np.intp)
+        return self._sample_components(components, (empty,), rng)
 
     def _sample_components(self, components, parameters, rng):
         posterior = self._posterior_parameters(parameters[0])

@@ -17,6 +17,15 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 
+def contingency_table(draw, labels, n_draw_clusters, n_clusters):
+    """(n_draw_clusters, n_clusters) counts of rows in each pair of clusters."""
+    table = np.bincount(
+        draw.astype(np.intp, copy=False) * n_clusters + labels,
+        minlength=n_draw_clusters * n_clusters,
+    )
+    return table.reshape(n_draw_clusters, n_clusters)
+
+
 def match_clusters(label_samples, labels, n_clusters):
     """For each draw, the draw's cluster that holds most of each reference cluster.
 
@@ -51,11 +60,7 @@ def match_clusters(label_samples, labels, n_clusters):
     matched = np.empty((len(label_samples), n_clusters), dtype=np.intp)
     share = np.empty((len(label_samples), n_clusters), dtype=np.float64)
     for d, draw in enumerate(label_samples):
-        draw = draw.astype(np.intp, copy=False)
-        k_draw = int(draw.max()) + 1
-        table = np.bincount(
-            draw * n_clusters + labels, minlength=k_draw * n_clusters
-        ).reshape(k_draw, n_clusters)
+        table = contingency_table(draw, labels, int(draw.max()) + 1, n_clusters)
         matched[d] = table.argmax(axis=0)
         share[d] = table[matched[d], columns] / np.maximum(sizes, 1)
     return matched, share

@@ -9,10 +9,19 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy import stats
+from scipy.special import gammaln, logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from rankmix import DPGaussianClustering, DPMallowsClustering, _engine
+from rankmix import (
+    DPGaussianClustering,
+    DPMallowsClustering,
+    DPMultinomialClustering,
+    _engine,
+    mallows,
+)
 from rankmix._diagnostics import ess, rhat
+from rankmix.datasets import make_mallows_mixture
 
 from .test_dp_mallows import TINY_X
 
@@ -87,8 +96,14 @@ def test_to_inference_data_speaks_the_arviz_1_api(monkeypatch):
     monkeypatch.setitem(sys.modules, "arviz", fake)
     assert model.to_inference_data() == "tree"
     (groups,), kwargs = calls[0]
-    assert kwargs == {"save_warmup": True}
-    assert set(groups) == {"posterior", "warmup_posterior"}
+    assert kwargs == {"save_warmup": True, "dims": {"x": ["row"]}}
+    assert set(groups) == {
+        "posterior",
+        "warmup_posterior",
+        "sample_stats",
+        "warmup_sample_stats",
+        "log_likelihood",
+    }
     assert_array_equal(
         groups["posterior"]["log_joint"], model.trace_["log_joint"][:, 10:]
     )
@@ -200,3 +215,198 @@ def test_rhat_and_ess_are_fitted_attributes(Estimator, X, params):
         assert_array_equal(model.rhat_[name], rhat(kept))  # NaN for constant alpha
         assert_array_equal(model.ess_[name], ess(kept))
         assert np.isfinite(model.ess_[name])
+
+
+# -- the log_likelihood group: LOO and WAIC ------------------------------------------
+
+
+def _rankings(n, seed):
+    X, _, _ = make_mallows_mixture(
+        n_clusters=2,
+        n_per_cluster=n // 2,
+        n_items=6,
+        t=4,
+        theta=1.0,
+        random_state=seed,
+    )
+    return X
+
+
+def _counts(n, seed, V=20):
+    topics = np.random.default_rng([seed, 1]).dirichlet(np.full(V, 0.3), size=2)
+    rng = np.random.default_rng([seed, n])
+    return np.array([rng.multinomial(30, topics[k]) for k in rng.integers(2, size=n)])
+
+
+def _vectors(n, seed):
+    rng = np.random.default_rng([seed, n])
+    centres = np.array([[0.0, 0.0], [5.0, 5.0]])
+    return rng.normal(size=(n, 2)) + centres[rng.integers(2, size=n)]
+
+
+def _gm_density(model, draw):
+    """Each cluster's GM density, from the draw's (sigma, theta) alone."""
+    sigmas, thetas = draw[:2]
+
+    def density(members, k, x):
+        if k is None:  # a new cluster: Lemma 1, (n - t)! / n!
+            n, t = model.n_items_, np.sum(x >= 0)
+            return gammaln(n - t + 1) - gammaln(n + 1)
+        return mallows.log_likelihood(x[None], sigmas[k], thetas[k])[0]
+
+    return density
+
+
+def _niw_predictive(model, draw):
+    """The NIW posterior predictive given a set of rows, from the prior."""
+    k0, nu0 = model.kappa_, model.nu_
+    m0, psi0 = model.mean_prior_, model.covariance_prior_
+
+    def density(members, k, x):
+        n, d = members.shape
+        kn, nun = k0 + n, nu0 + n
+        mean = members.mean(axis=0) if n else m0
+        mn = (k0 * m0 + n * mean) / kn
+        scatter = (members - mean).T @ (members - mean)
+        psin = psi0 + scatter + k0 * n / kn * np.outer(mean - m0, mean - m0)
+        df = nun - d + 1
+        shape = psin * (kn + 1) / (kn * df)
+        return stats.multivariate_t(loc=mn, shape=shape, df=df).logpdf(x)
+
+    return density
+
+
+def _dirichlet_multinomial(model, draw):
+    """The Dirichlet-multinomial predictive given a set of rows, written out."""
+    a = model.dirichlet_prior_
+
+    def density(members, k, x):
+        c = members.sum(axis=0)
+        A, T, m = a.sum(), c.sum(), x.sum()
+        return (
+            gammaln(m + 1)
+            - gammaln(x + 1).sum()
+            + gammaln(A + T)
+            - gammaln(A + T + m)
+            + (gammaln(a + c + x) - gammaln(a + c)).sum()
+        )
+
+    return density
+
+
+LOO_CASES = [
+    (DPMallowsClustering, _rankings, _gm_density),
+    (DPGaussianClustering, _vectors, _niw_predictive),
+    (DPMultinomialClustering, _counts, _dirichlet_multinomial),
+]
+
+
+@pytest.mark.parametrize("Estimator, make, cluster_density", LOO_CASES)
+def test_log_likelihood_group_is_the_left_out_predictive_of_each_row(
+    Estimator, make, cluster_density
+):
+    pytest.importorskip("arviz")
+    X = make(40, 0)
+    model = fit(Estimator, X, n_chains=2, thin=3)
+    idata = model.to_inference_data()
+    values = idata["log_likelihood"]["x"]
+    n_kept = len(range(10, 30, 3))
+    assert values.shape == (2, n_kept, len(X))
+    assert values.dims == ("chain", "draw", "row")
+    assert_array_equal(
+        idata["sample_stats"]["lp"].values, model.trace_["log_joint"][:, 10:]
+    )
+    # the second draw of the second chain, every row, written out: the row left
+    # out of its own cluster, a new cluster with weight alpha
+    d = n_kept + 1
+    labels = model.label_samples_[d]
+    density = cluster_density(model, model._draws[d])
+    alpha, N = model.alpha, len(X)
+    for i in range(N):
+        terms = [np.log(alpha) + density(X[:0], None, X[i])]
+        for k in range(labels.max() + 1):
+            members = X[(labels == k) & (np.arange(N) != i)]
+            if len(members):
+                terms.append(np.log(len(members)) + density(members, k, X[i]))
+        expected = logsumexp(terms) - np.log(N - 1 + alpha)
+        assert_allclose(values.values[1, 1, i], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("Estimator, make, cluster_density", LOO_CASES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_loo_agrees_with_the_held_out_score(Estimator, make, cluster_density, seed):
+    # PSIS-LOO estimates the expected log predictive density of a new row, which
+    # score measures on fresh rows of the same generator: the two agree within
+    # their standard errors (2.5 of them: a two-sided 1% tolerance per seed).
+    az = pytest.importorskip("arviz")
+    n = 200
+    X, X_test = make(n, seed), make(2000, seed)
+    model = fit(Estimator, X, n_iter=100, burn_in=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Pareto k: see to_inference_data's Notes
+        loo = az.loo(model.to_inference_data())
+    held_out = model.score_samples(X_test)
+    error = np.hypot(loo.se / n, held_out.std() / np.sqrt(len(held_out)))
+    assert abs(loo.elpd_loo / n - held_out.mean()) < 2.5 * error
+
+
+def test_waic_and_compare_read_the_log_likelihood_group():
+    az = pytest.importorskip("arviz")
+    X = _vectors(200, 0)
+    models = {
+        f"alpha={alpha}": fit(DPGaussianClustering, X, alpha=alpha).to_inference_data()
+        for alpha in (1.0, 0.01)
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        waic = az.waic(models["alpha=1.0"])
+        loo = az.loo(models["alpha=1.0"])
+        table = az.compare(models)
+    assert abs(waic.elpd_waic - loo.elpd_loo) < loo.se
+    assert set(table.index) == set(models)
+
+
+def test_to_inference_data_can_leave_the_log_likelihood_out():
+    pytest.importorskip("arviz")
+    idata = fit(DPGaussianClustering, VECTORS).to_inference_data(log_likelihood=False)
+    assert "log_likelihood" not in idata.groups()
+
+
+@pytest.mark.parametrize(
+    "Estimator, X, params, moves",
+    [
+        (DPMallowsClustering, TINY_X, {"n_split_merge": 2}, ["split_merge"]),
+        (
+            DPGaussianClustering,
+            VECTORS,
+            {"sampler": "gibbs+split-merge+permutation"},
+            ["split_merge", "permutation"],
+        ),
+        (DPGaussianClustering, VECTORS, {"sampler": "gibbs"}, []),
+    ],
+)
+def test_sample_stats_hold_the_acceptance_rates_the_chains_count(
+    Estimator, X, params, moves
+):
+    pytest.importorskip("arviz")
+    model = fit(Estimator, X, n_chains=2, warm_start=True, **params)
+    stats = model.to_inference_data()["sample_stats"]
+    assert set(stats.data_vars) == {"lp", *(f"{m}_acceptance" for m in moves)}
+    for move in moves:
+        proposed = model._moves[f"{move}_proposed"]
+        accepted = model._moves[f"{move}_accepted"]
+        # the per-sweep counts add up to the chains' own counters
+        keys = {"split_merge": ("split", "merge"), "permutation": ("",)}[move]
+        attribute = f"{move}_counts"
+        for chain, p, a in zip(model._chains, proposed, accepted):
+            counts = getattr(chain, attribute)
+            names = [f"{k}_" if k else "" for k in keys]
+            assert p.sum() == sum(counts[f"{k}proposed"] for k in names)
+            assert a.sum() == sum(counts[f"{k}accepted"] for k in names)
+        with np.errstate(invalid="ignore"):
+            expected = (accepted / proposed)[:, model.burn_in :]
+        assert_array_equal(stats[f"{move}_acceptance"].values, expected)
+    if "permutation" in moves:
+        # the permutation move is counted after burn-in only
+        assert np.all(model._moves["permutation_proposed"][:, : model.burn_in] == 0)
+        assert np.all(model._moves["permutation_proposed"][:, model.burn_in :] == 1)

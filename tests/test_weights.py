@@ -66,7 +66,9 @@ def test_rows_of_weight_zero_get_their_most_probable_cluster(case):
     counts = np.tile([1, 0, 2], X.shape[0] // 3)
     model = _fit(estimator, X, sample_weight=counts)
     absent = np.flatnonzero(counts == 0)
-    assert_array_equal(model.labels_[absent], model.predict(X[absent]))
+    assert_array_equal(
+        model.labels_[absent], model.predict(X[absent], draws="point")
+    )
     for d, draw in enumerate(model.label_samples_):
         assert draw.max() < len(model._draws[d][-1])
 
@@ -144,3 +146,21 @@ def test_grid_search_passes_each_fold_its_weights():
                 RANKINGS, sample_weight=counts
             )
     assert search.best_estimator_.label_samples_.shape[1] == 30
+
+
+@pytest.mark.parametrize("case", ["mallows", "multinomial-csr"])
+def test_warm_start_continues_a_weighted_fit(case):
+    estimator, X = CASES[case]
+    counts = np.random.default_rng(5).integers(0, 3, size=X.shape[0])
+    params = dict(burn_in=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        whole = estimator(n_iter=20, **params).fit(X, sample_weight=counts)
+        warm = estimator(n_iter=12, warm_start=True, **params)
+        warm.fit(X, sample_weight=counts)
+        warm.set_params(n_iter=8).fit(X, sample_weight=counts)
+        with pytest.raises(ValueError, match="X differs"):
+            warm.fit(X, sample_weight=counts + 1)
+    assert_array_equal(warm.label_samples_, whole.label_samples_)
+    assert_array_equal(warm.labels_, whole.labels_)
+    assert_array_equal(warm.trace_["log_joint"], whole.trace_["log_joint"])
