@@ -137,6 +137,36 @@ cdef int cholesky(
 # -- cluster states -----------------------------------------------------------------
 
 
+cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil:
+    """u . x over d entries (the burn-in's projection keys of every Gaussian family)."""
+    cdef double total = 0.0
+    cdef intp_t j
+    for j in range(d):
+        total += u[j] * x[j]
+    return total
+
+
+cdef void members_mean(
+        const double* X,          # IN (N, d) row-major data
+        const intp_t* members,    # IN (n,) rows of X, n >= 1
+        intp_t n,
+        intp_t d,
+        double* xbar,             # OUT (d,)
+) noexcept nogil:
+    """The mean of the rows ``members`` of X: the first pass of a two-pass rebuild."""
+    cdef intp_t i, j
+    cdef const double* x
+    for j in range(d):
+        xbar[j] = 0.0
+    for i in range(n):
+        x = X + members[i] * d
+        for j in range(d):
+            xbar[j] += x[j]
+    for j in range(d):
+        xbar[j] /= n
+
+
+
 cdef inline double log_product(const double* values, intp_t n, intp_t stride) noexcept nogil:
     """sum_j log(values[j * stride]) for positive finite values, with one log.
 
@@ -287,14 +317,7 @@ cdef int state_rebuild(
     if n == 0:
         memcpy(s, p.prior, p.width * sizeof(double))
         return 0
-    for j in range(d):
-        xbar[j] = 0.0
-    for i in range(n):
-        x = X + members[i] * d
-        for j in range(d):
-            xbar[j] += x[j]
-    for j in range(d):
-        xbar[j] /= n
+    members_mean(X, members, n, d, xbar)
     w = p.kappa * n / (p.kappa + n)
     if p.full:
         memcpy(P, p.psi, d * d * sizeof(double))
@@ -642,22 +665,13 @@ cdef int _niw_rebuild(
 cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:
     """u . x."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef const double* x = c.X + point * c.d
-    cdef double key = 0.0
-    cdef intp_t j
-    for j in range(c.p.d):
-        key += u[j] * x[j]
-    return key
+    return dot(u, c.X + point * c.d, c.d)
 
 
 cdef double _niw_cluster_key(void* context, const double* state, const double* u) noexcept nogil:
     """u . m_n, the cluster's posterior location."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef double key = 0.0
-    cdef intp_t j
-    for j in range(c.p.d):
-        key += u[j] * state[S_MEAN + j]
-    return key
+    return dot(u, state + S_MEAN, c.d)
 
 
 cdef class NIWFamily(Family):
