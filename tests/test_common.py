@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """scikit-learn's estimator checks, and their ranking counterparts.
 
-DPGaussianClustering passes every check. DPMallowsClustering (and
+DPGaussianClustering passes every check (run with covariance_type "full",
+"spherical" and "fixed"). DPMallowsClustering (and
 MallowsKernelDensity, for the same reasons) takes rankings
 (integer item ids, best first, -1 padding), while most of scikit-learn's checks
 feed real-valued features: those are listed in ``MALLOWS_EXPECTED_FAILURES`` with
@@ -103,6 +104,8 @@ def expected_failed_checks(estimator):
 @parametrize_with_checks(
     [
         DPGaussianClustering(**SHORT),
+        DPGaussianClustering(covariance_type="spherical", **SHORT),
+        DPGaussianClustering(covariance_type="fixed", **SHORT),
         DPMallowsClustering(**SHORT),
         DPMultinomialClustering(**SHORT),
         MallowsKernelDensity(),
