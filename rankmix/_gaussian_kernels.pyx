@@ -46,7 +46,7 @@ from libc.math cimport INFINITY, M_LN2, M_PI, frexp, isfinite, lgamma, log, log1
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from ._family cimport ConjugateFamily, Family
+from ._family cimport Family, conjugate_family
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -709,19 +709,10 @@ cdef class NIWFamily(Family):
         self.context.d = model.p.d
         self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
         self.context.work = &self.work[0]
-        self.c.segments.context = &self.context
-        self.c.segments.width = model.p.width
-        self.c.segments.reset = _niw_reset
-        self.c.segments.add = _niw_add
-        self.c.segments.log_marginal = _niw_log_marginal
-        self.c.remove = _niw_remove
-        self.c.log_kernel = _niw_log_kernel
-        self.c.log_predictive = _niw_log_predictive
-        self.c.rebuild = _niw_rebuild
-        self.c.log_weight = S_LOG_WEIGHT
-        self.c.key_dim = model.p.d
-        self.c.point_key = _niw_point_key
-        self.c.cluster_key = _niw_cluster_key
+        self.c = conjugate_family(
+            &self.context, model.p.width, _niw_reset, _niw_add, _niw_log_marginal,
+            _niw_remove, _niw_log_kernel, _niw_log_predictive, _niw_rebuild,
+            S_LOG_WEIGHT, model.p.d, _niw_point_key, _niw_cluster_key)
 
     def __reduce__(self):
         return NIWFamily, (self.model, self.data)

@@ -53,7 +53,7 @@ from scipy.special import gammaln
 from libc.math cimport INFINITY, M_PI, isfinite, log, log1p
 from libc.string cimport memcpy
 
-from ._family cimport STATE_COUNT, ConjugateFamily, Family
+from ._family cimport STATE_COUNT, Family, conjugate_family
 from ._gaussian_kernels cimport dot, members_mean
 from ._permutation cimport intp_t
 
@@ -486,19 +486,10 @@ cdef class IsotropicFamily(Family):
         self.context.p = &model.p
         self.context.d = model.p.d
         self.context.X = &self.X[0, 0] if self.X.shape[0] > 0 else NULL
-        self.c.segments.context = &self.context
-        self.c.segments.width = model.p.width
-        self.c.segments.reset = _reset
-        self.c.segments.add = _add
-        self.c.segments.log_marginal = _log_marginal
-        self.c.remove = _remove
-        self.c.log_kernel = _log_kernel
-        self.c.log_predictive = _log_predictive
-        self.c.rebuild = _rebuild
-        self.c.log_weight = S_LOG_WEIGHT
-        self.c.key_dim = model.p.d
-        self.c.point_key = _point_key
-        self.c.cluster_key = _cluster_key
+        self.c = conjugate_family(
+            &self.context, model.p.width, _reset, _add, _log_marginal,
+            _remove, _log_kernel, _log_predictive, _rebuild,
+            S_LOG_WEIGHT, model.p.d, _point_key, _cluster_key)
 
     def __reduce__(self):
         return IsotropicFamily, (self.model, self.data)
