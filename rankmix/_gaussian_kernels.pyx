@@ -146,6 +146,30 @@ cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil:
     return total
 
 
+cdef void location_add(
+        double* mean,       # INOUT (d,) m_n -> m_{n+1}
+        const double* x,    # IN (d,)
+        intp_t d,
+        double kappa_n,     # kappa_0 + n, before the point joins
+) noexcept nogil:
+    """m_{n+1} = (kappa_n m_n + x) / (kappa_n + 1), as m_n + (x - m_n) / (kappa_n + 1)."""
+    cdef intp_t j
+    for j in range(d):
+        mean[j] += (x[j] - mean[j]) / (kappa_n + 1.0)
+
+
+cdef void location_remove(
+        double* mean,       # INOUT (d,) m_n -> m_{n-1}
+        const double* x,    # IN (d,) a member
+        intp_t d,
+        double kappa_n,     # kappa_0 + n, before the point leaves
+) noexcept nogil:
+    """m_{n-1} = (kappa_n m_n - x) / (kappa_n - 1): the inverse of ``location_add``."""
+    cdef intp_t j
+    for j in range(d):
+        mean[j] = (kappa_n * mean[j] - x[j]) / (kappa_n - 1.0)
+
+
 cdef void members_mean(
         const double* X,          # IN (N, d) row-major data
         const intp_t* members,    # IN (n,) rows of X, n >= 1
@@ -246,8 +270,7 @@ cdef void state_add(
         for j in range(d):
             diff = x[j] - mean[j]
             scale[j] += coef * diff * diff
-    for j in range(d):
-        mean[j] += (x[j] - mean[j]) / (kn + 1.0)
+    location_add(mean, x, d, kn)
     s[S_COUNT] += 1.0
     state_refresh(p, s)
 
@@ -285,8 +308,7 @@ cdef int state_remove(
             # psi_n >= psi_0 exactly; falling below it means cancellation ate it.
             if not (scale[j] > (1.0 - 1e-8) * p.psi[j]):
                 status = -1
-    for j in range(d):
-        mean[j] = (kn1 * mean[j] - x[j]) / kn
+    location_remove(mean, x, d, kn1)
     s[S_COUNT] -= 1.0
     if status == 0:
         state_refresh(p, s)

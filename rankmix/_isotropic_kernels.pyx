@@ -42,8 +42,9 @@ and the log marginal likelihood is
 
 A state caches C_n and the kernel's coefficient and power, refreshed when the
 cluster changes (one log), so the Gibbs kernel of a pair is |x - m_n|^2 and, for
-``spherical``, one log1p. The data-independent helpers (``dot``, ``members_mean``)
-are the NIW family's (``_gaussian_kernels.pxd``).
+``spherical``, one log1p. The helpers it shares with the NIW family (``dot``,
+``members_mean``, ``location_add`` and ``location_remove``) are declared in
+``_gaussian_kernels.pxd``.
 """
 
 import numpy as np
@@ -54,7 +55,7 @@ from libc.math cimport INFINITY, M_PI, isfinite, log, log1p
 from libc.string cimport memcpy
 
 from ._family cimport STATE_COUNT, Family, conjugate_family
-from ._gaussian_kernels cimport dot, members_mean
+from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
 
 # Layout of a state block (offsets in doubles); state[0] is n (STATE_COUNT).
@@ -118,12 +119,10 @@ cdef void state_add(
         const double* x,    # IN (d,) whitened for fixed
 ) noexcept nogil:
     """Add point x to the cluster, O(d)."""
-    cdef intp_t j
     cdef double kn = p.kappa + s[STATE_COUNT]
     cdef double* mean = s + S_MEAN
     s[S_SCATTER] += kn / (kn + 1.0) * squared_distance(x, mean, p.d)
-    for j in range(p.d):
-        mean[j] += (x[j] - mean[j]) / (kn + 1.0)
+    location_add(mean, x, p.d, kn)
     s[STATE_COUNT] += 1.0
     state_refresh(p, s)
 
@@ -140,13 +139,11 @@ cdef int state_remove(
     falls below its prior value psi_0 (0 for fixed) in exact arithmetic; below
     it, cancellation ate it: -1 (the caller rebuilds from the members).
     """
-    cdef intp_t j
     cdef double kn1 = p.kappa + s[STATE_COUNT]
     cdef double kn = kn1 - 1.0
     cdef double* mean = s + S_MEAN
     s[S_SCATTER] -= kn1 / kn * squared_distance(x, mean, p.d)
-    for j in range(p.d):
-        mean[j] = (kn1 * mean[j] - x[j]) / kn
+    location_remove(mean, x, p.d, kn1)
     s[STATE_COUNT] -= 1.0
     if not (s[S_SCATTER] >= (1.0 - 1e-8) * p.psi):
         return -1

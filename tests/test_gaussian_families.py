@@ -346,25 +346,27 @@ def fit_tiny(X, covariance_type, sampler, permutation_dp="beta", init="sequentia
         ).fit(X)
 
 
+def assert_matches_posterior(model, X, covariance_type):
+    """The draws' co-clustering and number of clusters match the enumeration."""
+    posterior = exact_posterior(X, covariance_type)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    assert_allclose(cocluster, dpref.coclustering_matrix(posterior), atol=0.03)
+    assert_allclose(k_dist, dpref.n_clusters_distribution(posterior), atol=0.03)
+
+
 @pytest.mark.parametrize("sampler, permutation_dp", EXACT_SAMPLERS)
 @pytest.mark.parametrize("covariance_type", TYPES)
 def test_samplers_match_the_exact_posterior(covariance_type, sampler, permutation_dp):
     # every move, alone and in combination, leaves the enumerated posterior
     # over clusterings invariant (co-clustering and number of clusters)
     model = fit_tiny(TINY_X2, covariance_type, sampler, permutation_dp)
-    posterior = exact_posterior(TINY_X2, covariance_type)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
-    assert_allclose(cocluster, dpref.coclustering_matrix(posterior), atol=0.03)
-    assert_allclose(k_dist, dpref.n_clusters_distribution(posterior), atol=0.03)
+    assert_matches_posterior(model, TINY_X2, covariance_type)
 
 
 @pytest.mark.parametrize("covariance_type", TYPES)
 def test_one_dimensional_data_and_a_random_start_match_the_posterior(covariance_type):
     model = fit_tiny(TINY_X1, covariance_type, "gibbs+split-merge", init="random")
-    posterior = exact_posterior(TINY_X1, covariance_type)
-    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
-    assert_allclose(cocluster, dpref.coclustering_matrix(posterior), atol=0.03)
-    assert_allclose(k_dist, dpref.n_clusters_distribution(posterior), atol=0.03)
+    assert_matches_posterior(model, TINY_X1, covariance_type)
 
 
 @pytest.mark.parametrize("covariance_type", TYPES)
