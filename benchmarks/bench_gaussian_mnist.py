@@ -24,9 +24,9 @@ covariance_prior=16.0)``:
 
 Each (start, sampler, seed) runs one chain on one core for ``--seconds`` of
 sweeps (the chain's construction is not timed). The script prints, for each
-start and sampler, the median over seeds of log p(c, X) at 1, 2, 5, 10, ...
-seconds, minus the best final value of any sampler on that seed, and the
-median K and sweeps at the end.
+start and sampler, the median over seeds of log p(c, X) at 0.5, 1, 2, 5, ...
+seconds and at the end, minus the best value any run from that start reached,
+and the median K and sweeps at the end.
 
 Figure 3(k)-(l) (mixing). 1,000 digits reduced to 2 dimensions, the
 permutation move exact after burn-in (uniform permutations, the beam proposal
@@ -125,21 +125,21 @@ def burn_in_table(args):
     for start in args.starts:
         runs = {s: [run_burn_in(X, s, start, seed, args.seconds) for seed in args.seeds]
                 for s in SAMPLERS}
-        # per seed, the best log joint any sampler reached: the column's zero
-        best = [max(runs[s][i][1].max() for s in SAMPLERS) for i in range(len(args.seeds))]
-        print(f"start: {start}")
+        # the best log joint any run from this start reached: the columns' zero
+        best = max(lj.max() for s in SAMPLERS for _, lj, _ in runs[s])
+        print(f"start: {start} (zero: log p(c, X) = {best:.1f})")
         print(f"  {'sampler':<31}" + "".join(f"{f'{t:g}s':>10}" for t in checkpoints)
-              + f"{'final':>12}{'K':>5}{'sweeps':>8}")
+              + f"{'end':>10}{'K':>5}{'sweeps':>8}")
         for sampler in SAMPLERS:
-            gaps = [[value_at(times, lj, t) - b for t in checkpoints]
-                    for (times, lj, _), b in zip(runs[sampler], best)]
-            final = np.median([lj[-1] for _, lj, _ in runs[sampler]])
+            gaps = [[value_at(times, lj, t) - best for t in checkpoints]
+                    for times, lj, _ in runs[sampler]]
+            final = np.median([lj[-1] - best for _, lj, _ in runs[sampler]])
             k = np.median([k for _, _, k in runs[sampler]])
             sweeps = np.median([len(times) - 1 for times, _, _ in runs[sampler]])
             print(f"  {sampler:<31}" + "".join(f"{g:10.1f}" for g in np.median(gaps, axis=0))
-                  + f"{final:12.1f}{k:5.0f}{sweeps:8.0f}", flush=True)
-    print("Columns: median log p(c, X) minus the best value any sampler reached "
-          "on that seed (0 = the best); final: median log p(c, X) at the end.\n")
+                  + f"{final:10.1f}{k:5.0f}{sweeps:8.0f}", flush=True)
+    print("Columns: median over seeds of log p(c, X) minus the best value any run "
+          "from that start reached (0 = the best), by each time and at the end.\n")
 
 
 def autocorrelation(x, lag):
