@@ -258,8 +258,9 @@ class BaseDPMixture(
         label of its first copy (copies are exchangeable, so that label has the
         row's posterior law), and a row of weight 0, which takes no part in the
         fit, has its most probable cluster of each draw (in ``labels_``, as
-        ``predict(X, draws="point")`` gives it). Fractional weights are refused: a DP mixture
-        has no weighted likelihood that keeps its posterior exact.
+        ``predict(X, draws="point")`` gives it). Fractional weights are
+        refused: a DP mixture has no weighted likelihood that keeps its
+        posterior exact.
         ``GridSearchCV(...).fit(X, sample_weight=w)`` passes each fold its
         weights; with metadata routing on, call ``set_fit_request(
         sample_weight=True)`` first, as for any scikit-learn estimator.

@@ -19,7 +19,13 @@ Every callback runs without the GIL and may write to scratch in ``context``, so 
 context serves one chain at a time (``Family.copy`` makes another).
 """
 
-from ._permutation cimport SegmentModel, intp_t
+from ._permutation cimport (
+    SegmentModel,
+    intp_t,
+    segment_add_t,
+    segment_log_marginal_t,
+    segment_reset_t,
+)
 
 # n, the number of points of a state, as a double: the one offset every family shares
 cdef enum:
@@ -62,6 +68,32 @@ cdef class Family:
     # The Python face of a family: owns the context the struct points into.
     cdef ConjugateFamily c
     cdef readonly intp_t n_points        # N, the data points the callbacks index
+
+
+cdef inline ConjugateFamily conjugate_family(
+        void* context, intp_t width, segment_reset_t reset, segment_add_t add,
+        segment_log_marginal_t log_marginal, family_remove_t remove,
+        family_log_kernel_t log_kernel, family_log_kernel_t log_predictive,
+        family_rebuild_t rebuild, intp_t log_weight, intp_t key_dim,
+        family_point_key_t point_key, family_cluster_key_t cluster_key,
+) noexcept:
+    """The callback table of a family, its fields in declaration order: every
+    family fills ``Family.c`` with one call, not a dozen assignments."""
+    cdef ConjugateFamily f
+    f.segments.context = context
+    f.segments.width = width
+    f.segments.reset = reset
+    f.segments.add = add
+    f.segments.log_marginal = log_marginal
+    f.remove = remove
+    f.log_kernel = log_kernel
+    f.log_predictive = log_predictive
+    f.rebuild = rebuild
+    f.log_weight = log_weight
+    f.key_dim = key_dim
+    f.point_key = point_key
+    f.cluster_key = cluster_key
+    return f
 
 
 # -- the calls, spelt once -----------------------------------------------------------

@@ -10,7 +10,10 @@ from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
-from ._gaussian_kernels import NIWModel, describe_states
+from ._gaussian_kernels import NIWModel
+from ._gaussian_kernels import describe_states as describe_niw_states
+from ._isotropic_kernels import IsotropicModel
+from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
@@ -26,7 +29,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     """Cluster vectors with a Dirichlet-process mixture of Gaussians.
 
     Each cluster is a Gaussian with unknown mean and covariance under the conjugate
-    Normal-inverse-Wishart prior; a Dirichlet process prior lets the data choose the
+    Normal-inverse-Wishart prior (or, with ``covariance_type``, a diagonal or
+    spherical covariance under its conjugate prior, or a known covariance shared
+    by all clusters); a Dirichlet process prior lets the data choose the
     number of clusters. Means and covariances are integrated out, and the
     clustering is sampled by collapsed Gibbs sweeps (Neal 2000, algorithm 3),
     exact split-merge moves (Dahl 2003) and permutation-augmented moves (Liang,
@@ -40,9 +45,12 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     nu : float, default=None
         Degrees of freedom nu_0 of the inverse-Wishart prior of each cluster's
         covariance (scikit-learn's ``degrees_of_freedom_prior``); must exceed
-        ``n_features - 1`` (``"full"``) or 0 (``"diag"``). None means
-        ``n_features + 2`` (``"full"``) or 3 (``"diag"``), the smallest integer for
-        which the prior mean of the covariance exists (see Notes).
+        ``n_features - 1`` (``"full"``) or 0 (``"diag"``, ``"spherical"``). None
+        means ``n_features + 2`` (``"full"``) or 3 (``"diag"``, ``"spherical"``),
+        the smallest integer for which the prior mean of the covariance exists
+        (see Notes). For ``"spherical"`` it is twice the shape of the
+        inverse-gamma prior of sigma^2, one for all features. Ignored for
+        ``"fixed"``.
     kappa : float, default=0.1
         Precision scaling kappa_0 of the prior of each cluster's mean,
         mu | Sigma ~ N(mean_prior, Sigma / kappa) (scikit-learn's
@@ -54,13 +62,24 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Scale matrix Psi_0 of the inverse-Wishart prior (as scikit-learn's
         ``covariance_prior``): shape (n_features, n_features), symmetric positive
         definite, for ``"full"``; shape (n_features,), positive, for ``"diag"``; a
-        float means that multiple of the identity (or of a vector of ones). None
-        means ``nu_ * empirical covariance / 10`` (``"diag"``: the variances); see
-        Notes.
-    covariance_type : {"full", "diag"}, default="full"
+        float means that multiple of the identity (or of a vector of ones). For
+        ``"spherical"``, the positive float psi_0 of sigma^2 ~
+        InvGamma(nu / 2, psi_0 / 2). For ``"fixed"``, the known covariance
+        itself, Sigma: a float s (s I), a positive vector (a diagonal matrix) or
+        a symmetric positive definite matrix. None means
+        ``nu_ * empirical covariance / 10`` (``"diag"``: the variances;
+        ``"spherical"``: their mean) and, for ``"fixed"``, ``empirical
+        covariance / 10``, the prior mean of the covariance under the other
+        types; see Notes. A known covariance is never corrected by the data, so
+        pass it for ``"fixed"``: the default is a guess.
+    covariance_type : {"full", "diag", "spherical", "fixed"}, default="full"
         "full": each cluster has a full covariance matrix. "diag": diagonal
         covariances, the prior being the product over features of the
-        one-dimensional case. A full covariance costs d (d + 1) / 2 parameters
+        one-dimensional case. "spherical": sigma_k^2 I, with the conjugate
+        Normal-Gamma prior (see Notes). "fixed": every cluster has the known
+        covariance ``covariance_prior`` (Liang et al.'s MNIST experiments fix
+        it to 16 I); only the means are unknown. The last two cost O(d) per
+        (point, cluster) pair. A full covariance costs d (d + 1) / 2 parameters
         per cluster, and the marginal likelihood charges for them: with few
         points per cluster in high dimension the posterior of "full" prefers
         fewer, merged clusters. With 40 clusters of 250 points in d = 40
@@ -159,10 +178,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Proportion of the training samples in each cluster of ``labels_``.
     means_ : ndarray of shape (`n_clusters_`, n_features)
         Posterior mean of each cluster's mean, given the clustering ``labels_``.
-    covariances_ : ndarray of shape (`n_clusters_`, n_features, n_features) or \
-            (`n_clusters_`, n_features)
-        Posterior mean of each cluster's covariance given ``labels_`` (see Notes);
-        the variances for ``"diag"``.
+    covariances_ : ndarray of shape (`n_clusters_`, n_features, n_features), \
+            (`n_clusters_`, n_features), (`n_clusters_`,) or \
+            (n_features, n_features)
+        Posterior mean of each cluster's covariance given ``labels_`` (see Notes):
+        full matrices for ``"full"``, the variances for ``"diag"``, sigma_k^2 for
+        ``"spherical"`` (scikit-learn's shapes), and for ``"fixed"`` the known
+        covariance, one matrix shared by the clusters (as scikit-learn's
+        ``"tied"``).
     label_samples_ : ndarray of shape (n_draws, n_samples)
         Every kept draw of the clustering, chains stacked; clusters are numbered by
         first appearance within each draw.
@@ -180,10 +203,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Sweeps run per chain, by all the fits a warm start continued.
     mean_prior_ : ndarray of shape (n_features,)
         The prior mean m_0 used.
-    covariance_prior_ : ndarray of shape (n_features, n_features) or (n_features,)
-        The inverse-Wishart scale Psi_0 used.
-    nu_ : float
-        The degrees of freedom nu_0 used.
+    covariance_prior_ : ndarray of shape (n_features, n_features) or \
+            (n_features,), or float
+        The inverse-Wishart scale Psi_0 used (``"diag"``: the vector psi_0;
+        ``"spherical"``: the float psi_0); for ``"fixed"``, the known
+        covariance, (n_features, n_features).
+    nu_ : float or None
+        The degrees of freedom nu_0 used (None for ``"fixed"``).
     kappa_ : float
         The mean precision scaling kappa_0 used.
     n_features_in_ : int
@@ -224,6 +250,37 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     predictive that weighs a new cluster (times alpha). The chains keep a Cholesky
     factor of Psi_n per cluster, changed by rank-one updates and downdates as points
     move, so a Gibbs scan costs O(N K d^2) (``"diag"``: O(N K d)).
+
+    ``"spherical"`` takes Sigma = sigma^2 I with the Normal-Gamma prior
+
+    .. math::
+
+        \\sigma^2 \\sim IG(\\nu_0 / 2, \\psi_0 / 2), \\quad
+        \\mu \\mid \\sigma^2 \\sim N(m_0, \\sigma^2 I / \\kappa_0).
+
+    A cluster has nu_n = nu_0 + n d and the scalar psi_n = psi_0 + tr S +
+    kappa_0 n / kappa_n |xbar - m_0|^2, so that
+
+    .. math::
+
+        m(C) = \\pi^{-nd/2} \\frac{\\Gamma(\\nu_n/2)}{\\Gamma(\\nu_0/2)}
+        \\frac{\\psi_0^{\\nu_0/2}}{\\psi_n^{\\nu_n/2}}
+        \\Big(\\frac{\\kappa_0}{\\kappa_n}\\Big)^{d/2},
+
+    and the predictive is the multivariate Student-t with nu_n degrees of
+    freedom, location m_n and shape psi_n (kappa_n + 1) / (kappa_n nu_n) I.
+    ``"fixed"`` knows Sigma (``covariance_prior``) and puts
+    mu ~ N(m_0, Sigma / kappa_0). With Sigma = L L^T the chains whiten the data
+    once, y = L^{-1} x, and with q_n = tr S_y + kappa_0 n / kappa_n
+    |ybar - L^{-1} m_0|^2 (the whitened scatter),
+
+    .. math::
+
+        m(C) = (2\\pi)^{-nd/2} |L|^{-n}
+        \\Big(\\frac{\\kappa_0}{\\kappa_n}\\Big)^{d/2} e^{-q_n / 2},
+
+    the predictive being N(m_n, Sigma (1 + 1 / kappa_n)). Both keep a location
+    and one scalar per cluster: a Gibbs scan costs O(N K d).
 
     Split-merge is Dahl's sequentially-allocated merge-split (SAMS). For a random
     pair (i, j) and a random order of the other points of their clusters, the
@@ -287,7 +344,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     and push small outlying groups into big clusters. The defaults depend only
     on the data's mean and covariance, so the model is the same for shifted,
     rotated or rescaled data. On well-separated blobs any of these choices finds
-    the blobs; they matter for small or overlapping clusters.
+    the blobs; they matter for small or overlapping clusters. ``"spherical"``
+    takes nu_0 = 3 and psi_0 the mean of the diagonal of nu_0 Cov(X) / 10, and
+    ``"fixed"`` takes Sigma = Cov(X) / 10, the prior mean of the covariance
+    under the other types. Unlike theirs, that guess is never corrected by the
+    data: where the groups are separated along a direction of small variance
+    of X, Cov(X) / 10 is narrower than the clusters and splits them (four
+    ``make_blobs`` clusters in d = 3 give about 11 clusters), so pass the
+    known covariance.
 
     Input and scale. X is converted to float64 as scikit-learn's estimators
     convert it, so numeric strings ("0.5") are accepted, as by
@@ -303,7 +367,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     ``covariances_`` holds E[Sigma | cluster] = Psi_n / (nu_n - d - 1) when
     nu_n > d + 1 (``"diag"``: psi_n / (nu_n - 2) per feature); for smaller nu_n
     that mean does not exist and Psi_n / nu_n, the inverse of the posterior mean of
-    the precision, is reported instead.
+    the precision, is reported instead; ``"spherical"``: psi_n / (nu_n - 2) if
+    nu_n > 2, else psi_n / nu_n.
 
     References
     ----------
@@ -345,7 +410,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             "array-like",
             None,
         ],
-        "covariance_type": [StrOptions({"full", "diag"})],
+        "covariance_type": [StrOptions({"full", "diag", "spherical", "fixed"})],
     }
 
     def __init__(
@@ -381,7 +446,6 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         self._check_sampler()
         X = _validate_vectors(self, X, reset=True)
         d = X.shape[1]
-        full = self.covariance_type == "full"
         # The chains run on X / 2**k, an exact rescaling that keeps the sums of
         # squares of data of magnitude 1e153 finite and those of data of
         # magnitude 1e-155 normal; k = 0 (X itself) for all ordinary data. The
@@ -392,22 +456,41 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         _check_data_scale(X, k)
         self.kappa_ = float(self.kappa)
         mean_prior = self._resolve_mean_prior(X, k)
-        self.nu_ = self._resolve_nu(d, full)
-        covariance_prior = self._resolve_covariance_prior(X, full, k)
+        self.nu_ = self._resolve_nu(d)
+        covariance_prior = self._resolve_covariance_prior(X, k)
         self._chain_priors = (mean_prior, covariance_prior)
         with np.errstate(over="ignore", under="ignore"):
             self.mean_prior_ = np.ldexp(mean_prior, k)
             self.covariance_prior_ = np.ldexp(covariance_prior, 2 * k)
+        if self.covariance_type == "spherical":
+            self.covariance_prior_ = float(self.covariance_prior_)
+        # "fixed": the known covariance's Cholesky factor, in X's units, whitens
+        # new data for scoring and colours the draws of ``sample``
+        self._known_cholesky = (
+            np.linalg.cholesky(self.covariance_prior_)
+            if self.covariance_type == "fixed"
+            else None
+        )
         self._alpha_prior = self._resolve_alpha_prior(X.shape[0])
         model = self._model(X.shape[0])
-        prior = describe_states(model, model.empty_state()[None])
+        means, _, factors, dfs = _DESCRIBE[self.covariance_type](
+            model, model.empty_state()[None]
+        )
         # the prior predictive (n = 0): location, shape factor, df, in X's units
         self._prior_predictive = (
-            np.ldexp(prior[0], k),
-            np.ldexp(prior[2], k),
-            prior[3],
+            np.ldexp(means, k),
+            np.ldexp(factors, self._factor_exponent(k)),
+            dfs,
         )
         return X
+
+    def _factor_exponent(self, k):
+        """The power of two that takes the predictive factors to X's units.
+
+        They are scales (k) except for "fixed", whose factors multiply the
+        known covariance's Cholesky factor and have no unit (0).
+        """
+        return 0 if self.covariance_type == "fixed" else k
 
     def _resolve_mean_prior(self, X, k):
         if self.mean_prior is None:
@@ -420,7 +503,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             )
         return np.ldexp(mean, -k)
 
-    def _resolve_nu(self, d, full):
+    def _resolve_nu(self, d):
+        full = self.covariance_type == "full"
+        if self.covariance_type == "fixed":
+            return None  # no prior on a known covariance
         if self.nu is None:
             return float(d + 2) if full else 3.0
         low = d - 1 if full else 0
@@ -431,8 +517,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             )
         return float(self.nu)
 
-    def _resolve_covariance_prior(self, X, full, k):
+    def _resolve_covariance_prior(self, X, k):
         d = X.shape[1]
+        kind = self.covariance_type
         if self.covariance_prior is None:
             covariance = (
                 np.atleast_2d(np.cov(X, rowvar=False, bias=True))
@@ -444,35 +531,21 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
                 # constant data: unit scale, since there is no scale to learn from
                 covariance, ridge = np.eye(d), 0.0
             covariance = covariance + ridge * np.eye(d)
+            if kind == "fixed":
+                # the prior mean of the covariance of the other types
+                return covariance / PRIOR_SHRINK
             scale = covariance * (self.nu_ / PRIOR_SHRINK)
-            return scale if full else np.diag(scale).copy()
-        psi = np.asarray(self.covariance_prior, dtype=np.float64)
-        if psi.ndim == 0:
-            psi = psi * (np.eye(d) if full else np.ones(d))
-        if full:
-            if psi.shape != (d, d):
-                raise ValueError(
-                    f"covariance_prior must have shape ({d}, {d}) for "
-                    f"covariance_type='full', got {psi.shape}."
-                )
-            if not np.all(np.isfinite(psi)) or not np.allclose(psi, psi.T):
-                raise ValueError("covariance_prior must be a finite symmetric matrix.")
-            try:
-                np.linalg.cholesky(psi)
-            except np.linalg.LinAlgError:
-                raise ValueError(
-                    "covariance_prior must be positive definite."
-                ) from None
-        elif psi.shape != (d,) or not np.all(np.isfinite(psi)) or np.any(psi <= 0):
-            raise ValueError(
-                f"covariance_prior must be a positive vector of length {d} for "
-                f"covariance_type='diag', got shape {psi.shape}."
-            )
+            return {
+                "full": lambda: scale,
+                "diag": lambda: np.diag(scale).copy(),
+                "spherical": lambda: np.array(np.trace(scale) / d),
+            }[kind]()
+        psi = _check_covariance_prior(self.covariance_prior, kind, d)
         if not k:
             return psi.copy()
         with np.errstate(over="ignore", under="ignore"):
             scaled = np.ldexp(psi, -2 * k)
-        diagonal = np.diag(scaled) if full else scaled
+        diagonal = np.diag(scaled) if scaled.ndim == 2 else scaled
         if not (np.all(np.isfinite(scaled)) and np.all(diagonal >= _TINY)):
             raise ValueError(
                 "covariance_prior is out of proportion to the scale of X (its "
@@ -485,25 +558,32 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _model(self, n_max):
         mean_prior, covariance_prior = self._chain_priors
-        return NIWModel(
-            mean_prior,
-            self.kappa_,
-            self.nu_,
-            covariance_prior,
-            self.covariance_type == "full",
-            n_max,
+        kind = self.covariance_type
+        if kind in ("full", "diag"):
+            return NIWModel(
+                mean_prior,
+                self.kappa_,
+                self.nu_,
+                covariance_prior,
+                kind == "full",
+                n_max,
+            )
+        nu = self.nu_ if kind == "spherical" else 0.0  # unused by "fixed"
+        return IsotropicModel(
+            mean_prior, self.kappa_, nu, covariance_prior, kind == "fixed", n_max
         )
 
     def _to_data_units(self, posterior):
         """Give the draws and the log joint back in the units of X (see _prepare)."""
         k = self._scale_exponent
         if k:
+            factor_exponent = self._factor_exponent(k)
             with np.errstate(over="ignore", under="ignore"):
                 posterior.parameters = [
                     (
                         np.ldexp(means, k),
                         np.ldexp(covariances, 2 * k),
-                        np.ldexp(factors, k),
+                        np.ldexp(factors, factor_exponent),
                         *rest,
                     )
                     for means, covariances, factors, *rest in posterior.parameters
@@ -540,17 +620,22 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _component_log_density(self, X, parameters):
         means, _, factors, dfs = parameters[:4]
-        return _student_t_log_density(
-            X, means, factors, dfs, self.covariance_type == "full"
-        )
+        return self._predictive_log_density(X, means, factors, dfs)
 
     def _new_cluster_log_density(self, X):
-        means, factors, dfs = self._prior_predictive
-        return _student_t_log_density(
-            X, means, factors, dfs, self.covariance_type == "full"
-        )[:, 0]
+        return self._predictive_log_density(X, *self._prior_predictive)[:, 0]
+
+    def _predictive_log_density(self, X, means, factors, dfs):
+        """(n_samples, K) log-densities of K clusters' predictives."""
+        if self.covariance_type == "fixed":
+            return _gaussian_log_density(X, means, factors, self._known_cholesky)
+        return _student_t_log_density(X, means, factors, dfs, self.covariance_type)
 
     def _own_cluster_loo_log_density(self, X, labels, parameters, density):
+        if self.covariance_type in ("spherical", "fixed"):
+            return _left_out_isotropic_log_density(
+                X, labels, parameters, self.kappa_, self._known_cholesky
+            )
         return _left_out_log_density(
             X, labels, parameters, self.kappa_, self.covariance_type == "full"
         )
@@ -571,9 +656,19 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         means, _, factors, dfs = parameters[:4]
         n, d = len(components), means.shape[1]
         z = rng.standard_normal((n, d))
-        if self.covariance_type == "full":
+        kind = self.covariance_type
+        if kind == "fixed":
+            # x = m + c L z: the Gaussian predictive N(m, c^2 Sigma)
+            return means[components] + factors[components, None] * (
+                z @ self._known_cholesky.T
+            )
+        if kind == "full":
             # x = m + L z sqrt(df / g), g ~ chi2(df): multivariate Student-t
             z = np.einsum("nij,nj->ni", factors[components], z)
+            g = rng.chisquare(dfs[components])[:, None]
+        elif kind == "spherical":
+            # the same with L = s I
+            z = z * factors[components, None]
             g = rng.chisquare(dfs[components])[:, None]
         else:
             # a product of independent one-dimensional Student-t's
@@ -666,7 +761,93 @@ def _check_data_scale(X, k):
     )
 
 
-def _student_t_log_density(X, means, factors, dfs, full):
+_DESCRIBE = {
+    "full": describe_niw_states,
+    "diag": describe_niw_states,
+    "spherical": describe_isotropic_states,
+    "fixed": describe_isotropic_states,
+}
+
+
+def _check_covariance_prior(value, kind, d):
+    """The user's ``covariance_prior`` as an array of its type's shape, or a
+    ValueError naming what is wrong.
+
+    A scalar s means s I ("full", "fixed"), s (1, ..., 1) ("diag") or psi_0 = s
+    ("spherical"); "fixed" also takes a vector, the diagonal of the known
+    covariance. Matrices must be finite, symmetric and positive definite.
+    """
+    psi = np.asarray(value, dtype=np.float64)
+    if kind == "spherical":
+        if psi.ndim != 0 or not (np.isfinite(psi) and psi > 0):
+            raise ValueError(
+                "covariance_prior must be a positive float (psi_0 of the "
+                "inverse-gamma prior of sigma^2) for covariance_type='spherical', "
+                f"got {value!r}."
+            )
+        return psi
+    if psi.ndim == 0:
+        psi = psi * (np.ones(d) if kind == "diag" else np.eye(d))
+    if kind == "fixed" and psi.ndim == 1:
+        if psi.shape != (d,) or not np.all(np.isfinite(psi)) or np.any(psi <= 0):
+            raise ValueError(
+                f"covariance_prior must be a positive float, a positive vector of "
+                f"length {d} or a ({d}, {d}) positive definite matrix for "
+                f"covariance_type='fixed', got shape {psi.shape}."
+            )
+        psi = np.diag(psi)
+    if kind == "diag":
+        if psi.shape != (d,) or not np.all(np.isfinite(psi)) or np.any(psi <= 0):
+            raise ValueError(
+                f"covariance_prior must be a positive vector of length {d} for "
+                f"covariance_type='diag', got shape {psi.shape}."
+            )
+        return psi
+    if psi.shape != (d, d):
+        raise ValueError(
+            f"covariance_prior must have shape ({d}, {d}) for "
+            f"covariance_type={kind!r}, got {psi.shape}."
+        )
+    if not np.all(np.isfinite(psi)) or not np.allclose(psi, psi.T):
+        raise ValueError("covariance_prior must be a finite symmetric matrix.")
+    try:
+        np.linalg.cholesky(psi)
+    except np.linalg.LinAlgError:
+        raise ValueError("covariance_prior must be positive definite.") from None
+    return psi
+
+
+def _gaussian_log_density(X, means, factors, cholesky):
+    """(n_samples, K) log-densities of N(means_k, factors_k^2 L L^T).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+    means : ndarray of shape (K, d)
+    factors : ndarray of shape (K,)
+        Scales relative to ``cholesky``.
+    cholesky : ndarray of shape (d, d)
+        Lower Cholesky factor L of the shared covariance.
+
+    Returns
+    -------
+    log_density : ndarray of shape (n_samples, K)
+    """
+    d = X.shape[1]
+    # whitening X and the means once makes each cluster O(n d)
+    Y = solve_triangular(cholesky, X.T, lower=True, check_finite=False).T
+    M = solve_triangular(cholesky, means.T, lower=True, check_finite=False).T
+    out = np.empty((len(X), len(means)))
+    const = -0.5 * d * np.log(2 * np.pi) - np.log(np.diag(cholesky)).sum()
+    for k, (mean, factor) in enumerate(zip(M, factors)):
+        with np.errstate(over="ignore"):
+            # a point too far for q to be a double has density 0: -inf is right
+            q = (((Y - mean) / factor) ** 2).sum(axis=1)
+        out[:, k] = const - d * np.log(factor) - 0.5 * q
+    return out
+
+
+def _student_t_log_density(X, means, factors, dfs, kind):
     """(n_samples, K) log-densities of K Student-t distributions.
 
     Parameters
@@ -674,12 +855,13 @@ def _student_t_log_density(X, means, factors, dfs, full):
     X : ndarray of shape (n_samples, d)
     means : ndarray of shape (K, d)
         Locations.
-    factors : ndarray of shape (K, d, d) or (K, d)
-        Lower Cholesky factors of the shape matrices (full), or the per-feature
-        scales of a product of one-dimensional Student-t's (diag).
+    factors : ndarray of shape (K, d, d), (K, d) or (K,)
+        Lower Cholesky factors of the shape matrices ("full"), the per-feature
+        scales of a product of one-dimensional Student-t's ("diag"), or the
+        scale s of a multivariate Student-t of shape s^2 I ("spherical").
     dfs : ndarray of shape (K,)
         Degrees of freedom.
-    full : bool
+    kind : {"full", "diag", "spherical"}
 
     Returns
     -------
@@ -688,11 +870,18 @@ def _student_t_log_density(X, means, factors, dfs, full):
     n, d = X.shape
     out = np.empty((n, len(means)))
     for k, (mean, factor, df) in enumerate(zip(means, factors, dfs)):
+        if kind == "spherical":
+            # the multivariate Student-t of shape s^2 I: "full" with L = s I,
+            # without its triangular solve
+            factor, scale = factor * np.eye(d), factor
         with np.errstate(over="ignore", invalid="ignore"):
             diff = X - mean
-            if full:
+            if kind == "full":
                 u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
                 log1p_q = np.log1p((u * u).sum(axis=0) / df)
+            elif kind == "spherical":
+                u = diff / scale
+                log1p_q = np.log1p((u * u).sum(axis=1) / df)
             else:
                 u = diff / factor
                 log1p_q = np.log1p(u * u / df)
@@ -700,22 +889,22 @@ def _student_t_log_density(X, means, factors, dfs, full):
         if far.any():
             # Points so far out (|u| > 1e154) that u * u overflows: the same
             # quantity in logarithms, from a rescaled difference.
-            if full:
-                log1p_q[far] = _far_log1p_full(X[far], mean, factor, df)
-            else:
+            if kind == "diag":
                 rows = far.any(axis=1)
                 log1p_q[rows] = _far_log1p_diag(X[rows], mean, factor, df)
-        if full:
-            out[:, k] = (
-                _student_t_log_normaliser(df, d)
-                - np.log(np.diag(factor)).sum()
-                - (df + d) / 2 * log1p_q
-            )
-        else:
+            else:
+                log1p_q[far] = _far_log1p_full(X[far], mean, factor, df)
+        if kind == "diag":
             out[:, k] = (
                 d * _student_t_log_normaliser(df, 1)
                 - np.log(factor).sum()
                 - (df + 1) / 2 * log1p_q.sum(axis=1)
+            )
+        else:
+            out[:, k] = (
+                _student_t_log_normaliser(df, d)
+                - np.log(np.diag(factor)).sum()
+                - (df + d) / 2 * log1p_q
             )
     return out
 
@@ -791,6 +980,51 @@ def _left_out_log_density(X, labels, parameters, kappa, full):
         + (df + d - 1) / 2 * np.log1p(-g * kappa_n / kappa_left)
     )
     return value if full else value.sum(axis=1)
+
+
+def _left_out_isotropic_log_density(X, labels, parameters, kappa, cholesky):
+    """``_left_out_log_density`` for the spherical and the fixed families.
+
+    ``cholesky`` is the known covariance's factor L ("fixed"), or None
+    ("spherical").
+
+    Notes
+    -----
+    Removing a member x from a cluster with kappa_n and m_n leaves
+    kappa = kappa_n - 1 and location m = (kappa_n m_n - x) / kappa, so that
+    x - m = r e with e = x - m_n and r = kappa_n / kappa. "fixed": the
+    predictive is N(m, Sigma (kappa + 1) / kappa) = N(m, r Sigma). "spherical":
+    each member adds d to nu and kappa_n / (kappa_n + 1) |x - m_n|^2 to psi, so
+    nu = nu_n - d and psi = psi_n - r |e|^2 (psi_n read off the draw's scale
+    s_n^2 = psi_n (kappa_n + 1) / (kappa_n nu_n)); the predictive is the
+    d-variate Student-t with nu degrees of freedom and shape
+    psi (kappa + 1) / (kappa nu) I = r psi / nu I. O(d) a row ("fixed": one
+    triangular solve, O(d^2)).
+    """
+    means, _, factors, dfs = parameters[:4]
+    d = X.shape[1]
+    kappa_n = kappa + parameters[-1][labels]
+    ratio = kappa_n / (kappa_n - 1)
+    e = X - means[labels]
+    if cholesky is not None:
+        w = solve_triangular(cholesky, e.T, lower=True, check_finite=False).T
+        return (
+            -0.5 * d * np.log(2 * np.pi)
+            - np.log(np.diag(cholesky)).sum()
+            - 0.5 * d * np.log(ratio)
+            - 0.5 * ratio * (w * w).sum(axis=1)
+        )
+    nu_n = dfs[labels]
+    psi_n = factors[labels] ** 2 * kappa_n * nu_n / (kappa_n + 1)
+    squared = (e * e).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        psi, nu = psi_n - ratio * squared, nu_n - d
+        shape = ratio * psi / nu
+        return (
+            _student_t_log_normaliser(nu, d)
+            - 0.5 * d * np.log(shape)
+            - 0.5 * (nu + d) * np.log1p(ratio**2 * squared / (nu * shape))
+        )
 
 
 def _scaled_difference(X, mean):

@@ -42,6 +42,15 @@ cdef int chol_update(double* L, double* v, intp_t d) noexcept nogil
 cdef int chol_downdate(double* L, double* v, intp_t d) noexcept nogil
 cdef int cholesky(double* A, intp_t d) noexcept nogil
 
+# shared with the other Gaussian families (``_isotropic_kernels``)
+cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil
+cdef void location_add(double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
+cdef void location_remove(
+    double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
+cdef void members_mean(
+    const double* X, const intp_t* members, intp_t n, intp_t d, double* xbar,
+) noexcept nogil
+
 cdef void state_refresh(const NIW* p, double* s) noexcept nogil
 cdef void state_add(const NIW* p, double* s, const double* x, double* work) noexcept nogil
 cdef int state_remove(const NIW* p, double* s, const double* x, double* work) noexcept nogil

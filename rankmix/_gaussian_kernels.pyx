@@ -46,7 +46,7 @@ from libc.math cimport INFINITY, M_LN2, M_PI, frexp, isfinite, lgamma, log, log1
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from ._family cimport ConjugateFamily, Family
+from ._family cimport Family, conjugate_family
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -137,6 +137,60 @@ cdef int cholesky(
 # -- cluster states -----------------------------------------------------------------
 
 
+cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil:
+    """u . x over d entries (the burn-in's projection keys of every Gaussian family)."""
+    cdef double total = 0.0
+    cdef intp_t j
+    for j in range(d):
+        total += u[j] * x[j]
+    return total
+
+
+cdef void location_add(
+        double* mean,       # INOUT (d,) m_n -> m_{n+1}
+        const double* x,    # IN (d,)
+        intp_t d,
+        double kappa_n,     # kappa_0 + n, before the point joins
+) noexcept nogil:
+    """m_{n+1} = (kappa_n m_n + x) / (kappa_n + 1), as m_n + (x - m_n) / (kappa_n + 1)."""
+    cdef intp_t j
+    for j in range(d):
+        mean[j] += (x[j] - mean[j]) / (kappa_n + 1.0)
+
+
+cdef void location_remove(
+        double* mean,       # INOUT (d,) m_n -> m_{n-1}
+        const double* x,    # IN (d,) a member
+        intp_t d,
+        double kappa_n,     # kappa_0 + n, before the point leaves
+) noexcept nogil:
+    """m_{n-1} = (kappa_n m_n - x) / (kappa_n - 1): the inverse of ``location_add``."""
+    cdef intp_t j
+    for j in range(d):
+        mean[j] = (kappa_n * mean[j] - x[j]) / (kappa_n - 1.0)
+
+
+cdef void members_mean(
+        const double* X,          # IN (N, d) row-major data
+        const intp_t* members,    # IN (n,) rows of X, n >= 1
+        intp_t n,
+        intp_t d,
+        double* xbar,             # OUT (d,)
+) noexcept nogil:
+    """The mean of the rows ``members`` of X: the first pass of a two-pass rebuild."""
+    cdef intp_t i, j
+    cdef const double* x
+    for j in range(d):
+        xbar[j] = 0.0
+    for i in range(n):
+        x = X + members[i] * d
+        for j in range(d):
+            xbar[j] += x[j]
+    for j in range(d):
+        xbar[j] /= n
+
+
+
 cdef inline double log_product(const double* values, intp_t n, intp_t stride) noexcept nogil:
     """sum_j log(values[j * stride]) for positive finite values, with one log.
 
@@ -216,8 +270,7 @@ cdef void state_add(
         for j in range(d):
             diff = x[j] - mean[j]
             scale[j] += coef * diff * diff
-    for j in range(d):
-        mean[j] += (x[j] - mean[j]) / (kn + 1.0)
+    location_add(mean, x, d, kn)
     s[S_COUNT] += 1.0
     state_refresh(p, s)
 
@@ -255,8 +308,7 @@ cdef int state_remove(
             # psi_n >= psi_0 exactly; falling below it means cancellation ate it.
             if not (scale[j] > (1.0 - 1e-8) * p.psi[j]):
                 status = -1
-    for j in range(d):
-        mean[j] = (kn1 * mean[j] - x[j]) / kn
+    location_remove(mean, x, d, kn1)
     s[S_COUNT] -= 1.0
     if status == 0:
         state_refresh(p, s)
@@ -287,14 +339,7 @@ cdef int state_rebuild(
     if n == 0:
         memcpy(s, p.prior, p.width * sizeof(double))
         return 0
-    for j in range(d):
-        xbar[j] = 0.0
-    for i in range(n):
-        x = X + members[i] * d
-        for j in range(d):
-            xbar[j] += x[j]
-    for j in range(d):
-        xbar[j] /= n
+    members_mean(X, members, n, d, xbar)
     w = p.kappa * n / (p.kappa + n)
     if p.full:
         memcpy(P, p.psi, d * d * sizeof(double))
@@ -642,22 +687,13 @@ cdef int _niw_rebuild(
 cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:
     """u . x."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef const double* x = c.X + point * c.d
-    cdef double key = 0.0
-    cdef intp_t j
-    for j in range(c.p.d):
-        key += u[j] * x[j]
-    return key
+    return dot(u, c.X + point * c.d, c.d)
 
 
 cdef double _niw_cluster_key(void* context, const double* state, const double* u) noexcept nogil:
     """u . m_n, the cluster's posterior location."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef double key = 0.0
-    cdef intp_t j
-    for j in range(c.p.d):
-        key += u[j] * state[S_MEAN + j]
-    return key
+    return dot(u, state + S_MEAN, c.d)
 
 
 cdef class NIWFamily(Family):
@@ -695,19 +731,10 @@ cdef class NIWFamily(Family):
         self.context.d = model.p.d
         self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
         self.context.work = &self.work[0]
-        self.c.segments.context = &self.context
-        self.c.segments.width = model.p.width
-        self.c.segments.reset = _niw_reset
-        self.c.segments.add = _niw_add
-        self.c.segments.log_marginal = _niw_log_marginal
-        self.c.remove = _niw_remove
-        self.c.log_kernel = _niw_log_kernel
-        self.c.log_predictive = _niw_log_predictive
-        self.c.rebuild = _niw_rebuild
-        self.c.log_weight = S_LOG_WEIGHT
-        self.c.key_dim = model.p.d
-        self.c.point_key = _niw_point_key
-        self.c.cluster_key = _niw_cluster_key
+        self.c = conjugate_family(
+            &self.context, model.p.width, _niw_reset, _niw_add, _niw_log_marginal,
+            _niw_remove, _niw_log_kernel, _niw_log_predictive, _niw_rebuild,
+            S_LOG_WEIGHT, model.p.d, _niw_point_key, _niw_cluster_key)
 
     def __reduce__(self):
         return NIWFamily, (self.model, self.data)

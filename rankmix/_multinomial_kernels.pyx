@@ -37,7 +37,7 @@ from scipy.special import gammaln
 from libc.math cimport INFINITY, lgamma, log
 from libc.string cimport memset
 
-from ._family cimport STATE_COUNT, ConjugateFamily, Family
+from ._family cimport STATE_COUNT, Family, conjugate_family
 from ._permutation cimport intp_t
 
 # Layout of a state block (offsets in doubles); state[0] is n (STATE_COUNT).
@@ -283,19 +283,10 @@ cdef class MultinomialFamily(Family):
         bind_rows(&self.context.rows, self.arrays)
         self.context.p = &model.p
         self.n_points = X.shape[0]
-        self.c.segments.context = &self.context
-        self.c.segments.width = S_COUNTS + model.p.V
-        self.c.segments.reset = _reset
-        self.c.segments.add = _add
-        self.c.segments.log_marginal = _log_marginal
-        self.c.remove = _remove
-        self.c.log_kernel = _log_kernel
-        self.c.log_predictive = _log_predictive
-        self.c.rebuild = _rebuild
-        self.c.log_weight = S_LOG_WEIGHT
-        self.c.key_dim = model.p.V
-        self.c.point_key = _point_key
-        self.c.cluster_key = _cluster_key
+        self.c = conjugate_family(
+            &self.context, S_COUNTS + model.p.V, _reset, _add, _log_marginal,
+            _remove, _log_kernel, _log_predictive, _rebuild,
+            S_LOG_WEIGHT, model.p.V, _point_key, _cluster_key)
 
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)

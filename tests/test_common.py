@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """scikit-learn's estimator checks, and their ranking counterparts.
 
-DPGaussianClustering passes every check. DPMallowsClustering (and
-MallowsKernelDensity and MallowsBlurringMeanShift, for the same reasons) takes rankings
+DPGaussianClustering passes every check (run with covariance_type "full",
+"spherical" and "fixed"). DPMallowsClustering (and MallowsKernelDensity and
+MallowsBlurringMeanShift, for the same reasons) takes rankings
 (integer item ids, best first, -1 padding), while most of scikit-learn's checks
 feed real-valued features: those are listed in ``MALLOWS_EXPECTED_FAILURES`` with
 the reason, and the properties they test are tested below on ranking data.
@@ -140,6 +141,8 @@ def expected_failed_checks(estimator):
 @parametrize_with_checks(
     [
         DPGaussianClustering(**SHORT),
+        DPGaussianClustering(covariance_type="spherical", **SHORT),
+        DPGaussianClustering(covariance_type="fixed", **SHORT),
         DPMallowsClustering(**SHORT),
         DPMultinomialClustering(**SHORT),
         MallowsKernelDensity(),

@@ -5,6 +5,7 @@
 import sys
 import types
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -276,6 +277,31 @@ def _niw_predictive(model, draw):
     return density
 
 
+def _isotropic_predictive(model, draw):
+    """The spherical (Normal-Gamma) or fixed-covariance posterior predictive
+    given a set of rows, from the prior."""
+    k0, m0 = model.kappa_, model.mean_prior_
+
+    def density(members, k, x):
+        n, d = members.shape
+        kn = k0 + n
+        mean = members.mean(axis=0) if n else m0
+        mn = (k0 * m0 + n * mean) / kn
+        if model.covariance_type == "fixed":
+            covariance = model.covariance_prior_ * (kn + 1) / kn
+            return stats.multivariate_normal(mn, covariance).logpdf(x)
+        nun = model.nu_ + n * d
+        psin = (
+            model.covariance_prior_
+            + ((members - mean) ** 2).sum()
+            + k0 * n / kn * ((mean - m0) ** 2).sum()
+        )
+        shape = psin * (kn + 1) / (kn * nun) * np.eye(d)
+        return stats.multivariate_t(loc=mn, shape=shape, df=nun).logpdf(x)
+
+    return density
+
+
 def _dirichlet_multinomial(model, draw):
     """The Dirichlet-multinomial predictive given a set of rows, written out."""
     a = model.dirichlet_prior_
@@ -299,9 +325,19 @@ LOO_CASES = [
     (DPGaussianClustering, _vectors, _niw_predictive),
     (DPMultinomialClustering, _counts, _dirichlet_multinomial),
 ]
+ISOTROPIC_CASES = [
+    (
+        partial(DPGaussianClustering, covariance_type=kind),
+        _vectors,
+        _isotropic_predictive,
+    )
+    for kind in ("spherical", "fixed")
+]
 
 
-@pytest.mark.parametrize("Estimator, make, cluster_density", LOO_CASES)
+@pytest.mark.parametrize(
+    "Estimator, make, cluster_density", LOO_CASES + ISOTROPIC_CASES
+)
 def test_log_likelihood_group_is_the_left_out_predictive_of_each_row(
     Estimator, make, cluster_density
 ):
@@ -332,7 +368,9 @@ def test_log_likelihood_group_is_the_left_out_predictive_of_each_row(
         assert_allclose(values.values[1, 1, i], expected, rtol=1e-10)
 
 
-@pytest.mark.parametrize("Estimator, make, cluster_density", LOO_CASES)
+@pytest.mark.parametrize(
+    "Estimator, make, cluster_density", LOO_CASES + ISOTROPIC_CASES
+)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_loo_agrees_with_the_held_out_score(Estimator, make, cluster_density, seed):
     # PSIS-LOO estimates the expected log predictive density of a new row, which

@@ -461,7 +461,7 @@ def test_log_joint_is_the_crp_prior_times_the_marginals():
 # -- densities -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical", "fixed"])
 def test_score_samples_integrates_to_one_in_1d(covariance_type):
     X = np.random.default_rng(0).normal(size=(20, 1)) * 3 + 10
     model = DPGaussianClustering(
@@ -476,7 +476,7 @@ def test_score_samples_integrates_to_one_in_1d(covariance_type):
     assert_allclose(total, 1.0, rtol=1e-6)
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical", "fixed"])
 def test_score_samples_integrates_to_one_in_2d(covariance_type):
     # large nu: light tails, so a finite grid holds all the mass
     X, _ = make_blobs(n_samples=30, centers=2, cluster_std=0.5, random_state=0)
@@ -634,7 +634,7 @@ def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
 @pytest.mark.parametrize(
     "params, error, match",
     [
-        (dict(covariance_type="spherical"), ValueError, "covariance_type"),
+        (dict(covariance_type="tied"), ValueError, "covariance_type"),
         (dict(sampler="gibbs+metropolis"), ValueError, "sampler"),
         (dict(sampler="split-merge+gibbs"), ValueError, "sampler"),
         (dict(alpha=0.0), ValueError, "alpha"),

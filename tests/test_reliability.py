@@ -492,24 +492,25 @@ def test_far_points_get_finite_densities(blob_models, covariance_type):
     assert_allclose(np.diff(log_density, n=2), 0.0, atol=1e-6)
 
 
-@pytest.mark.parametrize("full", [True, False])
-def test_far_branch_matches_the_direct_formula(full):
+@pytest.mark.parametrize("kind", ["full", "diag", "spherical"])
+def test_far_branch_matches_the_direct_formula(kind):
     # The overflow-safe branch of _student_t_log_density computes the same
     # density as the direct one: compare them on each side of the switch, and
     # on points where both are finite by rescaling the model with the data.
     rng = np.random.RandomState(0)
     d = 3
     means = rng.normal(size=(2, d))
-    if full:
-        factors = np.array([np.linalg.cholesky(np.eye(d) * s) for s in (1.0, 4.0)])
-    else:
-        factors = np.array([[1.0, 2.0, 0.5], [3.0, 1.0, 1.0]])
+    factors = {
+        "full": np.array([np.linalg.cholesky(np.eye(d) * s) for s in (1.0, 4.0)]),
+        "diag": np.array([[1.0, 2.0, 0.5], [3.0, 1.0, 1.0]]),
+        "spherical": np.array([1.0, 2.5]),
+    }[kind]
     dfs = np.array([3.5, 7.0])
     X = rng.normal(size=(5, d)) * 1e150
-    direct = _student_t_log_density(X, means, factors, dfs, full)
+    direct = _student_t_log_density(X, means, factors, dfs, kind)
     scale = 1e10
     # x -> x * c scales the density by c^-d: the rescaled far points must agree
-    far = _student_t_log_density(X * scale, means * scale, factors * scale, dfs, full)
+    far = _student_t_log_density(X * scale, means * scale, factors * scale, dfs, kind)
     assert np.all(np.isfinite(far))
     assert_allclose(far, direct - d * np.log(scale), rtol=1e-12)
 
