@@ -258,8 +258,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         \\sigma^2 \\sim IG(\\nu_0 / 2, \\psi_0 / 2), \\quad
         \\mu \\mid \\sigma^2 \\sim N(m_0, \\sigma^2 I / \\kappa_0).
 
-    A cluster has nu_n = nu_0 + n d and the scalar psi_n = psi_0 + tr S +
-    kappa_0 n / kappa_n |xbar - m_0|^2, so that
+    A cluster has nu_n = nu_0 + n d and the scalar
+    ``psi_n = psi_0 + tr S + kappa_0 n / kappa_n |xbar - m_0|^2``, so that
 
     .. math::
 
@@ -271,8 +271,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     freedom, location m_n and shape psi_n (kappa_n + 1) / (kappa_n nu_n) I.
     ``"fixed"`` knows Sigma (``covariance_prior``) and puts
     mu ~ N(m_0, Sigma / kappa_0). With Sigma = L L^T the chains whiten the data
-    once, y = L^{-1} x, and with q_n = tr S_y + kappa_0 n / kappa_n
-    |ybar - L^{-1} m_0|^2 (the whitened scatter),
+    once, y = L^{-1} x, and with
+    ``q_n = tr S_y + kappa_0 n / kappa_n |ybar - L^{-1} m_0|^2`` (the whitened
+    scatter),
 
     .. math::
 
@@ -994,8 +995,8 @@ def _left_out_isotropic_log_density(X, labels, parameters, kappa, cholesky):
     kappa = kappa_n - 1 and location m = (kappa_n m_n - x) / kappa, so that
     x - m = r e with e = x - m_n and r = kappa_n / kappa. "fixed": the
     predictive is N(m, Sigma (kappa + 1) / kappa) = N(m, r Sigma). "spherical":
-    each member adds d to nu and kappa_n / (kappa_n + 1) |x - m_n|^2 to psi, so
-    nu = nu_n - d and psi = psi_n - r |e|^2 (psi_n read off the draw's scale
+    each member adds d to nu and ``kappa_n / (kappa_n + 1) |x - m_n|^2`` to psi,
+    so nu = nu_n - d and ``psi = psi_n - r |e|^2`` (psi_n read off the draw's scale
     s_n^2 = psi_n (kappa_n + 1) / (kappa_n nu_n)); the predictive is the
     d-variate Student-t with nu degrees of freedom and shape
     psi (kappa + 1) / (kappa nu) I = r psi / nu I. O(d) a row ("fixed": one
