@@ -602,7 +602,39 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
                     "defaults, and standardise X (for example with "
                     "sklearn.preprocessing.StandardScaler)."
                 )
+        if self.covariance_type != "spherical":
+            # The draws are read for their means, predictive factors and dfs
+            # (scoring, prediction, sampling): keep no K x d x d covariances
+            # ("full"; K x d for "diag") nor the known Sigma ("fixed") per draw.
+            # covariances_ rebuilds them for its one draw (_covariances_of).
+            posterior.parameters = [
+                (means, None, *rest) for means, _, *rest in posterior.parameters
+            ]
         return posterior
+
+    def _covariances_of(self, parameters):
+        """A draw's ``covariances_`` from what it keeps (see ``_to_data_units``).
+
+        The predictive factor of a "full" cluster is L sqrt((kappa_n + 1) /
+        (kappa_n df_n)) with L L^T = Psi_n, and ``covariances_`` is
+        Psi_n / (nu_n - d - 1) (Psi_n / nu_n when nu_n <= d + 1), with
+        nu_n = df_n + d - 1 and kappa_n = kappa_0 + n; "diag" is the d = 1 case
+        per feature. "fixed" has its known Sigma, "spherical" keeps its (K,).
+        """
+        kind = self.covariance_type
+        if kind == "spherical":
+            return parameters[1]
+        if kind == "fixed":
+            return self.covariance_prior_.copy()
+        _, _, factors, dfs = parameters[:4]
+        d_eff = self.n_features_in_ if kind == "full" else 1
+        kappa_n = self.kappa_ + parameters[-1]
+        nu_n = dfs + d_eff - 1
+        divisor = np.where(nu_n > d_eff + 1, nu_n - d_eff - 1, nu_n)
+        scale = kappa_n * dfs / ((kappa_n + 1) * divisor)
+        if kind == "full":
+            return scale[:, None, None] * (factors @ factors.transpose(0, 2, 1))
+        return scale[:, None] * factors**2
 
     def _numerical_failure(self, error):
         return ValueError(
@@ -646,7 +678,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _describe_clusters(self, parameters):
         self.means_ = parameters[0]
-        self.covariances_ = parameters[1]
+        self.covariances_ = self._covariances_of(parameters)
 
     def _sample_new_clusters(self, n_samples, rng):
         means, factors, dfs = self._prior_predictive

@@ -717,3 +717,31 @@ def test_sampled_alpha_is_traced_and_used_by_score_samples():
         limit=200,
     )
     assert abs(total - 1.0) < 1e-6
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical", "fixed"])
+@pytest.mark.parametrize("scale", [1.0, 2.0**480])
+def test_draws_keep_no_covariances_and_covariances_are_rebuilt_exactly(
+    covariance_type, scale
+):
+    # Per draw only what scoring reads is kept; covariances_ is rebuilt from
+    # the predictive factors, equal to the family's own, also for rescaled data.
+    X, _ = make_blobs(n_samples=80, centers=3, n_features=3, random_state=0)
+    X = X * scale
+    model = DPGaussianClustering(covariance_type=covariance_type, random_state=0)
+    prepared = model._prepare(X)
+    chain = model._chain_factory(prepared)(np.random.PCG64(0))
+    chain.sweep(5)
+    _, means, covariances, factors, dfs, alpha, sizes = chain.snapshot()
+    k = model._scale_exponent
+    covariances = np.ldexp(covariances, 2 * k)  # in X's units, as the draws
+    kept = covariances if covariance_type == "spherical" else None
+    factors = np.ldexp(factors, model._factor_exponent(k))
+    rebuilt = model._covariances_of((means, kept, factors, dfs, alpha, sizes))
+    assert_allclose(rebuilt, covariances, rtol=1e-12)
+    fitted = DPGaussianClustering(
+        covariance_type=covariance_type, n_iter=12, burn_in=4, random_state=0
+    ).fit(X)
+    if covariance_type != "spherical":
+        assert all(draw[1] is None for draw in fitted._draws)
+    assert np.all(np.isfinite(fitted.covariances_))
