@@ -546,7 +546,9 @@ def read_preflib_rankings(path, *, ties="raise"):
     kind = f"PrefLib {election.data_type}" if election.data_type else "PrefLib"
     return RankingData(
         # load_preflib's data is np.repeat(orders, counts, axis=0): one row per
-        # ballot, the form the estimators need until they take sample weights.
+        # ballot, what --labels and --subsample count. fit(orders,
+        # sample_weight=counts) repeats the rows in this same order, so it
+        # would give the same draws at the same cost.
         X=election.data,
         names=list(election.item_names),
         kind="preflib",
