@@ -535,3 +535,18 @@ def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
     for key, probability in law.items():
         # binomial standard error <= 0.008 at 4000 draws
         assert abs(counts.get(key, 0) / 4000 - probability) < 0.03, key
+
+
+def test_largest_cluster_size_is_traced():
+    # trace_["largest_cluster_size"] (Liang et al.'s Fig. 3(l) statistic) is the
+    # largest cluster of the state after each sweep: check it on the kept draws
+    X, _ = blobs(n_samples=80)
+    model = DPGaussianClustering(
+        covariance_type="spherical", n_iter=12, burn_in=4, thin=2, n_chains=2,
+        random_state=0,
+    ).fit(X)
+    trace = model.trace_["largest_cluster_size"]
+    assert trace.shape == (2, 12) and set(model.rhat_) == set(model.trace_)
+    kept = trace[:, 4::2].ravel()
+    expected = [np.bincount(labels).max() for labels in model.label_samples_]
+    assert_array_equal(kept, expected)
