@@ -54,6 +54,11 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         for name in self._get_param_names():
             setattr(self, name, arguments[name])
 
+    def _extra_traces(self):
+        # the size of the largest cluster mixes slower than K when whole groups
+        # must move (Liang et al. 2007, Fig. 3(l)); it is cheap to trace
+        return (*super()._extra_traces(), "largest_cluster_size")
+
     def _check_sampler(self):
         """Refuse a sampler that would never move."""
         if self.sampler.split("+") == ["split-merge"] and self.n_split_merge == 0:

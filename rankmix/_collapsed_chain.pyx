@@ -725,6 +725,16 @@ cdef class CollapsedChain:
         return self.slots.n_active
 
     @property
+    def largest_cluster_size(self):
+        """The size of the largest cluster, O(K): Liang et al.'s second mixing
+        statistic (their Fig. 3(l)), traced by the estimators."""
+        cdef intp_t a
+        cdef double largest = 0.0
+        for a in range(self.slots.n_active):
+            largest = max(largest, self._state(self.slots.active[a])[STATE_COUNT])
+        return <intp_t> largest
+
+    @property
     def in_burn_in(self):
         """True while the next sweep is a burn-in sweep (random-projection orders)."""
         return self.n_sweeps_done < self.burn_in

@@ -192,7 +192,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     trace_ : dict of ndarray of shape (n_chains, n_iter)
         ``"n_clusters"`` and ``"log_joint"`` (log p(c, X), means and covariances
         integrated out, constants included; plus log p(alpha) when alpha is
-        sampled) after every sweep, and ``"alpha"`` when ``alpha_prior`` is set.
+        sampled) and ``"largest_cluster_size"`` after every sweep, and
+        ``"alpha"`` when ``alpha_prior`` is set.
     rhat_ : dict of float
         Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
         ``trace_`` after burn-in, across chains; above 1.01 the chains have not

@@ -83,8 +83,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         Every kept draw of the clustering, chains stacked.
     trace_ : dict of ndarray of shape (n_chains, n_iter)
         ``"n_clusters"``, ``"log_joint"`` (log p(c, X), probabilities integrated
-        out, multinomial coefficients included) and, with ``alpha_prior``,
-        ``"alpha"``.
+        out, multinomial coefficients included), ``"largest_cluster_size"`` and,
+        with ``alpha_prior``, ``"alpha"``.
     rhat_ : dict of float
         Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
         ``trace_`` after burn-in, across chains; above 1.01 the chains have not

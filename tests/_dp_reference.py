@@ -50,6 +50,7 @@ and are cached by ``(a, b, m)``.
 """
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -74,6 +75,7 @@ __all__ = [
     "log_alpha_integral",
     "alpha_integrated_posterior",
     "exact_partition_posterior_with_alpha",
+    "sequential_prediction_law",
 ]
 
 
@@ -432,6 +434,44 @@ def exact_partition_posterior_with_alpha(X, n, a, b, nu, r):
         a,
         b,
     )
+
+
+def sequential_prediction_law(X, alpha, log_predictive):
+    """Exact law of the clustering that sequential prediction starts from.
+
+    The points arrive in a uniformly random order, each drawn into a cluster with
+    probability n_k p(x | C_k) or alpha p(x) normalised over the choices; the law
+    is the average over the N! orders of the product of those probabilities.
+    ``log_predictive(x, rows)`` is log p(x | rows), the prior predictive for no
+    rows. Returns ``{canonical label tuple: probability}``.
+    """
+    N = len(X)
+    law = {}
+
+    def seat(order, r, labels, probability):
+        if r == N:
+            key = canonical_labels(labels)
+            law[key] = law.get(key, 0.0) + probability / math.factorial(N)
+            return
+        i = order[r]
+        clusters = sorted({labels[j] for j in order[:r]})
+        weights = [
+            np.exp(
+                np.log(sum(labels[j] == k for j in order[:r]))
+                + log_predictive(X[i], X[[j for j in order[:r] if labels[j] == k]])
+            )
+            for k in clusters
+        ]
+        weights.append(alpha * np.exp(log_predictive(X[i], X[:0])))
+        weights = np.array(weights) / sum(weights)
+        for k, weight in zip([*clusters, len(clusters)], weights):
+            labels[i] = k
+            seat(order, r + 1, labels, probability * weight)
+        labels[i] = -1
+
+    for order in itertools.permutations(range(N)):
+        seat(order, 0, [-1] * N, 1.0)
+    return law
 
 
 def coclustering_matrix(posterior):

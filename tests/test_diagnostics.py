@@ -78,6 +78,8 @@ def test_to_inference_data_exports_the_traces(Estimator, X, params):
     model = fit(Estimator, X, n_chains=3, **params)
     idata = model.to_inference_data()
     names = {"n_clusters", "log_joint", *(("alpha",) if params else ())}
+    if Estimator is DPGaussianClustering:  # the collapsed models trace it too
+        names.add("largest_cluster_size")
     posterior, warmup = idata["posterior"], idata["warmup_posterior"]
     assert set(posterior.data_vars) == names
     for name in names:

@@ -2,8 +2,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPGaussianClustering: kernels, exactness against enumeration, normalisation, API."""
 
-import itertools
-import math
 import pickle
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -315,54 +313,15 @@ def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
     assert_matches_posterior(model, X, covariance_type)
 
 
-def sequential_prediction_law(X, alpha, covariance_type, prior):
-    """Exact law of the clustering that sequential prediction starts from.
-
-    The points arrive in a uniformly random order, each drawn into a cluster with
-    probability n_k p(x | C_k) or alpha p(x) normalised over the choices; the law
-    is the average over the N! orders of the product of those probabilities.
-    """
-    N = len(X)
-    law = {}
-
-    def seat(order, r, labels, probability):
-        if r == N:
-            key = dpref.canonical_labels(labels)
-            law[key] = law.get(key, 0.0) + probability / math.factorial(N)
-            return
-        i = order[r]
-        clusters = sorted({labels[j] for j in order[:r]})
-        weights = [
-            np.exp(
-                np.log(sum(labels[j] == k for j in order[:r]))
-                + gref.log_posterior_predictive(
-                    X[i],
-                    X[[j for j in order[:r] if labels[j] == k]],
-                    covariance_type,
-                    *prior,
-                )
-            )
-            for k in clusters
-        ]
-        weights.append(
-            alpha * np.exp(gref.log_prior_predictive(X[i], covariance_type, *prior))
-        )
-        weights = np.array(weights) / sum(weights)
-        for k, weight in zip([*clusters, len(clusters)], weights):
-            labels[i] = k
-            seat(order, r + 1, labels, probability * weight)
-        labels[i] = -1
-
-    for order in itertools.permutations(range(N)):
-        seat(order, 0, [-1] * N, 1.0)
-    return law
-
-
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
 def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
     X = TINY_X2[:4]
     prior = prior_args(covariance_type, 2)
-    law = sequential_prediction_law(X, 0.7, covariance_type, prior)
+    law = dpref.sequential_prediction_law(
+        X,
+        0.7,
+        lambda x, rows: gref.log_posterior_predictive(x, rows, covariance_type, *prior),
+    )
     model = NIWModel(*prior, covariance_type == "full", len(X))
     seeds = np.random.SeedSequence(5).spawn(4000)
     counts = {}

@@ -549,3 +549,46 @@ def test_bad_priors_are_refused_with_the_parameters_name(params, match):
     X, _ = blobs()
     with pytest.raises(ValueError, match=match):
         DPGaussianClustering(**params).fit(X)
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
+def test_sequential_start_has_the_sequential_prediction_law(covariance_type):
+    # the sequential start (init="sequential") seats the points one at a time
+    # from their collapsed conditionals: its law is enumerated over the 4! orders
+    X = TINY_X2[:4]
+    m0, kappa0, nu0, prior = prior_args(covariance_type, 2)
+    law = dpref.sequential_prediction_law(
+        X,
+        0.7,
+        lambda x, rows: reference_log_predictive(
+            x, rows, covariance_type, m0, kappa0, nu0, prior
+        ),
+    )
+    model = make_model(covariance_type, m0, kappa0, nu0 or 1.0, prior, len(X))
+    counts = {}
+    for seed in np.random.SeedSequence(5).spawn(4000):
+        chain = CollapsedChain(
+            model.family(X), 0.7, True, 0, None, 2, np.random.PCG64(seed),
+            sequential_init=True,
+        )
+        key = dpref.canonical_labels(chain.snapshot()[0])
+        counts[key] = counts.get(key, 0) + 1
+    assert_allclose(sum(law.values()), 1.0)
+    for key, probability in law.items():
+        # binomial standard error <= 0.008 at 4000 draws
+        assert abs(counts.get(key, 0) / 4000 - probability) < 0.03, key
+
+
+def test_largest_cluster_size_is_traced():
+    # trace_["largest_cluster_size"] (Liang et al.'s Fig. 3(l) statistic) is the
+    # largest cluster of the state after each sweep: check it on the kept draws
+    X, _ = blobs(n_samples=80)
+    model = DPGaussianClustering(
+        covariance_type="spherical", n_iter=12, burn_in=4, thin=2, n_chains=2,
+        random_state=0,
+    ).fit(X)
+    trace = model.trace_["largest_cluster_size"]
+    assert trace.shape == (2, 12) and set(model.rhat_) == set(model.trace_)
+    kept = trace[:, 4::2].ravel()
+    expected = [np.bincount(labels).max() for labels in model.label_samples_]
+    assert_array_equal(kept, expected)
