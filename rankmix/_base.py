@@ -19,12 +19,9 @@ from ._diagnostics import convergence_summary
 from ._engine import Posterior, extend_posterior, point_estimate, run_chains
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
+from ._validation import INTP_MAX
 from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
-
-# The largest value of a count that compiled code takes as an np.intp.
-INTP_MAX = int(np.iinfo(np.intp).max)
-
 
 # The largest concentration alpha_prior may let the chains draw.
 MAX_ALPHA = 1e300
@@ -145,8 +142,14 @@ class BaseDPMixture(
     # -- hooks ---------------------------------------------------------------
 
     @abstractmethod
-    def _prepare(self, X):
-        """Validate training data, set priors and input attributes; return X."""
+    def _prepare(self, X, space=None):
+        """Validate training data, set priors and input attributes; return X.
+
+        ``space``: rows of weight 0 (``sample_weight``), validated already, that
+        take no part in the fit but belong to the data's space (a model that
+        infers its space from the data, such as the items of rankings, counts
+        them in).
+        """
 
     @abstractmethod
     def _chain_factory(self, X):
@@ -266,9 +269,11 @@ class BaseDPMixture(
         sample_weight=True)`` first, as for any scikit-learn estimator.
         """
         counts = check_count_weights(sample_weight, X)
-        X_given = X
+        X_given, space = X, None
         if counts is not None:
             X = repeat_rows(X, counts)
+            if not counts.all():  # rows of weight 0: in the data space, not the fit
+                space = _safe_indexing(X_given, np.flatnonzero(counts == 0))
         previous = self._continued_posterior(X_given, X, counts)
         if previous is None:
             if self.burn_in >= self.n_iter:
@@ -279,46 +284,21 @@ class BaseDPMixture(
             if counts is not None:
                 self._prepare(X_given)  # validate the rows as given: errors name them
             X_fit = X
-            X = self._prepare(X)
+            X = self._prepare(X, space=space)
             make_chain, chains, sweeps_done = self._chain_factory(X), None, 0
         else:
-            make_chain, chains, sweeps_done = None, self._chains, self.n_iter_
+            X_fit, make_chain = None, None
+            chains, sweeps_done = self._chains, self.n_iter_
         try:
-            new = run_chains(
-                make_chain,
-                n_iter=self.n_iter,
-                burn_in=self.burn_in,
-                thin=self.thin,
-                n_chains=self.n_chains,
-                n_jobs=self.n_jobs,
-                random_state=self.random_state,
-                verbose=self.verbose,
-                extra_traces=self._extra_traces(),
-                chains=chains,
-                sweeps_done=sweeps_done,
-                keep_chains=self.warm_start,
+            posterior = self._sample(
+                make_chain, chains, sweeps_done, previous, X, X_fit
             )
-        except FloatingPointError as error:
-            # An ArithmeticError from compiled code (a posterior scale matrix
-            # that lost positive definiteness, a move whose weights all
-            # underflow): user input caused it, so it is a ValueError.
-            self._chains = None  # a chain that failed cannot go on
-            raise self._numerical_failure(error) from error
-        if previous is None:
-            self._n_train = X.shape[0]
-            # the training rows in the units of new data, for the pointwise
-            # log-likelihood of to_inference_data and the data check of warm fits
-            self._X_fit = self._check_new_data(X_fit)
-            self._chain_parameters = self._parameters_of_the_chains()
-        new = self._to_data_units(new)
-        for name, values in new.trace.items():
-            if not np.all(np.isfinite(values)):
-                # The parameters are validated so that this cannot happen;
-                # never hand back a trace that would poison R-hat silently.
-                raise self._numerical_failure(f"the trace of {name} is not finite")
-        posterior = (
-            new if previous is None else extend_posterior(previous, new, self.n_chains)
-        )
+        except BaseException:
+            # Chains stopped part-way (an interrupt, a numerical failure) or
+            # whose draws were refused cannot be continued: a later warm fit
+            # starts afresh rather than from a state no summary describes.
+            self._chains = None
+            raise
         # compiled chains, kept only to be continued (they hold work arrays)
         self._chains = posterior.chains if self.warm_start else None
         best_draw = point_estimate(posterior, self.burn_in)
@@ -344,6 +324,48 @@ class BaseDPMixture(
             self._labels_of_given_rows(X_given, counts)
         return self.labels_
 
+    def _sample(self, make_chain, chains, sweeps_done, previous, X, X_fit):
+        """Run (or continue) the chains; the posterior in X's units, checked.
+
+        ``X_fit`` is the training data as given to ``fit`` (rows repeated by
+        ``sample_weight``), or None when ``previous`` is continued.
+        """
+        try:
+            new = run_chains(
+                make_chain,
+                n_iter=self.n_iter,
+                burn_in=self.burn_in,
+                thin=self.thin,
+                n_chains=self.n_chains,
+                n_jobs=self.n_jobs,
+                random_state=self.random_state,
+                verbose=self.verbose,
+                extra_traces=self._extra_traces(),
+                chains=chains,
+                sweeps_done=sweeps_done,
+                keep_chains=self.warm_start,
+            )
+        except FloatingPointError as error:
+            # An ArithmeticError from compiled code (a posterior scale matrix
+            # that lost positive definiteness, a move whose weights all
+            # underflow): user input caused it, so it is a ValueError.
+            raise self._numerical_failure(error) from error
+        if previous is None:
+            self._n_train = X.shape[0]  # _to_data_units reads it
+        new = self._to_data_units(new)
+        for name, values in new.trace.items():
+            if not np.all(np.isfinite(values)):
+                # The parameters are validated so that this cannot happen;
+                # never hand back a trace that would poison R-hat silently.
+                raise self._numerical_failure(f"the trace of {name} is not finite")
+        if previous is not None:
+            return extend_posterior(previous, new, self.n_chains)
+        # the training rows in the units of new data, for the pointwise
+        # log-likelihood of to_inference_data and the data check of warm fits
+        self._X_fit = self._check_new_data(X_fit)
+        self._chain_parameters = self._parameters_of_the_chains()
+        return new
+
     def _labels_of_given_rows(self, X_given, counts):
         """``label_samples_`` and ``labels_`` of a weighted fit, one per given row.
 
@@ -362,7 +384,6 @@ class BaseDPMixture(
                 samples[d, absent] = (log_density + np.log(parameters[-1])).argmax(1)
         self.label_samples_ = samples
         self.labels_ = samples[self._best_draw].astype(np.intp)
-
 
     # -- continuing the chains (warm_start) ----------------------------------------
 
@@ -731,6 +752,9 @@ class BaseDPMixture(
           ``label_samples_``) and every training row, the log predictive density
           of the row under that draw with the row left out of its cluster (see
           Notes). ``arviz.loo``, ``arviz.waic`` and ``arviz.compare`` read it.
+          With ``sample_weight`` the rows are those the chains fitted: each row
+          of X as often as its weight (``sum(sample_weight)`` of them, rows of
+          weight 0 absent), the observations of the repeated data.
 
         The convergence warning of ``fit`` uses the same rank-normalised R-hat
         as ``arviz.rhat``.

@@ -444,7 +444,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     # -- hooks ---------------------------------------------------------------
 
-    def _prepare(self, X):
+    def _prepare(self, X, space=None):
         self._check_sampler()
         X = _validate_vectors(self, X, reset=True)
         d = X.shape[1]

@@ -426,11 +426,19 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
 
     # -- hooks ---------------------------------------------------------------
 
-    def _prepare(self, X):
+    def _prepare(self, X, space=None):
         X = check_rankings(X, n_items=self.n_items)
-        # Columns that only pad would add stages without data.
-        X = X[:, : ranking_lengths(X).max()].copy()
-        self.n_items_ = int(X.max()) + 1 if self.n_items is None else self.n_items
+        # Columns that only pad would add stages without data; rows of weight 0
+        # (space) count towards the stages and items, as if given by n_items.
+        space = np.empty((0, 1), np.intp) if space is None else check_rankings(space)
+        longest = max(ranking_lengths(X).max(), ranking_lengths(space).max(initial=0))
+        X = np.pad(
+            X[:, :longest],
+            ((0, 0), (0, max(0, longest - X.shape[1]))),
+            constant_values=-1,
+        )
+        inferred = max(int(X.max()), int(space.max(initial=-1))) + 1
+        self.n_items_ = inferred if self.n_items is None else self.n_items
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
         t_max = X.shape[1]

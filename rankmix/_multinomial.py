@@ -197,7 +197,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     # -- hooks ---------------------------------------------------------------
 
-    def _prepare(self, X):
+    def _prepare(self, X, space=None):
         self._check_sampler()
         X = self._validate_counts(X, reset=True)
         prior = np.asarray(self.dirichlet_prior, dtype=np.float64)

@@ -150,10 +150,14 @@ class PosteriorSummaryMixin:
         Clusters have no names across draws (label switching). Matching by
         overlap with a reference clustering is the usual remedy; two clusters
         that a draw merges are both matched to the merged cluster, and a low
-        ``share`` marks a draw that splits the cluster.
+        ``share`` marks a draw that splits the cluster. The overlap counts the
+        rows the chains fitted: with ``sample_weight``, a row as often as its
+        weight (and rows of weight 0 not at all).
         """
         check_is_fitted(self)
-        return match_clusters(self.label_samples_, self.labels_, self.n_clusters_)
+        return match_clusters(
+            self._chain_label_samples, self._chain_labels, self.n_clusters_
+        )
 
     def posterior_samples(self):
         """The parameters of every kept draw, as arrays aligned with ``label_samples_``.

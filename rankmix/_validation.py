@@ -30,6 +30,9 @@ __all__ = [
     "ranking_lengths",
 ]
 
+# The largest value of a count that compiled code takes as an np.intp.
+INTP_MAX = int(np.iinfo(np.intp).max)
+
 # Later code allocates arrays of size n_items; no real ranking data set has more
 # items than this, so larger ids are almost certainly a mistake (and could
 # overflow 32-bit indices).

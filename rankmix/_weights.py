@@ -16,6 +16,7 @@ visible in ``label_samples_``).
 import numpy as np
 
 from ._sklearn_compat import _num_samples, _safe_indexing
+from ._validation import INTP_MAX
 
 
 def check_count_weights(sample_weight, X):
@@ -51,6 +52,11 @@ def check_count_weights(sample_weight, X):
             f"sample_weight must hold non-negative integers (a row of weight w "
             f"stands for w identical rows); row {row} has {value!r}. A "
             "fractional weight has no exact meaning in a DP mixture."
+        )
+    if values.sum() >= INTP_MAX:  # as a double, INTP_MAX rounds up to 2**63
+        raise ValueError(
+            f"sample_weight sums to {values.sum():.3g} rows, more than a fit can "
+            "hold in memory or count."
         )
     counts = values.astype(np.intp)
     if counts.sum() == 0:

@@ -66,9 +66,7 @@ def test_rows_of_weight_zero_get_their_most_probable_cluster(case):
     counts = np.tile([1, 0, 2], X.shape[0] // 3)
     model = _fit(estimator, X, sample_weight=counts)
     absent = np.flatnonzero(counts == 0)
-    assert_array_equal(
-        model.labels_[absent], model.predict(X[absent], draws="point")
-    )
+    assert_array_equal(model.labels_[absent], model.predict(X[absent], draws="point"))
     for d, draw in enumerate(model.label_samples_):
         assert draw.max() < len(model._draws[d][-1])
 
@@ -87,18 +85,24 @@ def test_weighted_fit_matches_the_enumerated_posterior():
     counts = np.array([2, 1, 1, 1])
     repeated = np.repeat(X, counts, axis=0)
     posterior = dpref.exact_partition_posterior(repeated, 4, 1.0, 1.0, 1.0)
-    first = (np.cumsum(counts) - counts)
+    first = np.cumsum(counts) - counts
     exact_cocluster = dpref.coclustering_matrix(posterior)[np.ix_(first, first)]
     exact_k = dpref.n_clusters_distribution(posterior)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPMallowsClustering(
-            sampler="slice-gibbs", n_iter=12000, burn_in=500, thin=1, n_chains=2,
-            init_clusters=2, n_items=4, random_state=0,
+            sampler="slice-gibbs",
+            n_iter=12000,
+            burn_in=500,
+            thin=1,
+            n_chains=2,
+            init_clusters=2,
+            n_items=4,
+            random_state=0,
         ).fit(X, sample_weight=counts)
     cocluster, _ = dpref.draw_statistics(model.label_samples_)
     assert_allclose(cocluster, exact_cocluster, atol=0.05)
-    k = model.trace_["n_clusters"][:, model.burn_in:].ravel()
+    k = model.trace_["n_clusters"][:, model.burn_in :].ravel()
     k_dist = np.bincount(k, minlength=len(exact_k))[: len(exact_k)] / len(k)
     assert_allclose(k_dist, exact_k, atol=0.05)
 
@@ -164,3 +168,69 @@ def test_warm_start_continues_a_weighted_fit(case):
     assert_array_equal(warm.label_samples_, whole.label_samples_)
     assert_array_equal(warm.labels_, whole.labels_)
     assert_array_equal(warm.trace_["log_joint"], whole.trace_["log_joint"])
+
+
+def test_rows_of_weight_zero_count_in_the_items_and_stages():
+    # item 3 and the third stage appear only in rows of weight 0: they belong
+    # to the data's space (as n_items would give), so the rows can be labelled
+    for X in (
+        [[0, 1, 2], [1, 0, 2], [0, 2, 1], [3, 0, 1]],
+        [[0, 1], [1, 0], [0, 2], [0, 1, 2]],
+    ):
+        model = _fit(DPMallowsClustering, X, sample_weight=[2, 1, 1, 0])
+        assert model.labels_.shape == (4,)
+        assert model.label_samples_.shape[1] == 4
+        assert model.n_features_in_ == 3
+    assert model.n_items_ == 3
+    assert (
+        _fit(
+            DPMallowsClustering,
+            [[0, 1, 2], [1, 0, 2], [0, 2, 1], [3, 0, 1]],
+            sample_weight=[2, 1, 1, 0],
+        ).n_items_
+        == 4
+    )
+
+
+@pytest.mark.parametrize("total", [1e19, np.uint64(2**63)])
+def test_weights_too_large_to_count(total):
+    with pytest.raises(ValueError, match="more than a fit can"):
+        DPMallowsClustering(n_iter=2, burn_in=1).fit(
+            RANKINGS, sample_weight=[total] + [1] * 29
+        )
+
+
+def test_summaries_match_clusters_on_the_fitted_copies():
+    # the matching counts each row as often as its weight: that of the fit on
+    # the repeated rows, draw for draw
+    counts = np.random.default_rng(6).integers(0, 4, size=30)
+    weighted = _fit(DPMallowsClustering, RANKINGS, sample_weight=counts)
+    repeated = _fit(DPMallowsClustering, _repeat(RANKINGS, counts))
+    for got, expected in zip(weighted.match_clusters(), repeated.match_clusters()):
+        assert_array_equal(got, expected)
+    assert_allclose(
+        weighted.posterior_intervals()["thetas"],
+        repeated.posterior_intervals()["thetas"],
+    )
+
+
+def test_chains_stopped_part_way_are_not_continued(monkeypatch):
+    import rankmix._base as base
+
+    model = DPMallowsClustering(n_iter=10, burn_in=5, warm_start=True, random_state=0)
+    _silently = warnings.catch_warnings()
+    with _silently:
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(RANKINGS)
+
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(base, "run_chains", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(RANKINGS)
+        monkeypatch.undo()
+        assert model._chains is None
+        with pytest.warns(UserWarning, match="no chains to continue"):
+            model.fit(RANKINGS)
+    assert model.n_iter_ == 10  # a fresh start, not a continuation
