@@ -31,8 +31,10 @@ def check_count_weights(sample_weight, X):
     weights = np.asarray(sample_weight)
     if weights.ndim == 0:  # one count for every row, as scikit-learn allows
         weights = np.full(n_rows, weights)
-    if weights.dtype == object or not (
-        np.issubdtype(weights.dtype, np.number) or weights.dtype == bool
+    if (
+        weights.dtype == object
+        or np.iscomplexobj(weights)
+        or not (np.issubdtype(weights.dtype, np.number) or weights.dtype == bool)
     ):
         raise TypeError(
             f"sample_weight must hold numbers (counts of identical rows), got "
@@ -61,11 +63,7 @@ def check_count_weights(sample_weight, X):
     counts = values.astype(np.intp)
     if counts.sum() == 0:
         raise ValueError("sample_weight is zero for every row: nothing to fit.")
-    if counts.sum() < 2:
-        raise ValueError(
-            f"sample_weight must leave at least 2 rows to fit (its total is "
-            f"{int(counts.sum())})."
-        )
+    # each estimator's own minimum applies to the repeated rows (_prepare)
     return counts
 
 

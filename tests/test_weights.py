@@ -1,6 +1,7 @@
 """sample_weight as counts: a weighted fit is the fit of the repeated rows."""
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -117,7 +118,7 @@ def test_weighted_fit_matches_the_enumerated_posterior():
         ([1] * 29, ValueError, "one count per row of X .30 rows"),
         ([[1] * 30], ValueError, "one count per row"),
         (["a"] * 30, TypeError, "sample_weight must hold numbers"),
-        ([0] * 29 + [1], ValueError, "at least 2 rows"),
+        ([1j] + [1] * 29, TypeError, "sample_weight must hold numbers"),
         ([0] * 30, ValueError, "zero for every row"),
         (-1, ValueError, "row 0 has -1"),
     ],
@@ -234,3 +235,12 @@ def test_chains_stopped_part_way_are_not_continued(monkeypatch):
         with pytest.warns(UserWarning, match="no chains to continue"):
             model.fit(RANKINGS)
     assert model.n_iter_ == 10  # a fresh start, not a continuation
+
+
+def test_a_total_weight_of_one_fits_like_the_one_row():
+    # the estimator's own minimum applies: one ranking is a (tiny) data set
+    estimator = partial(DPMallowsClustering, n_items=5)
+    one = _fit(estimator, RANKINGS, sample_weight=[0] * 29 + [1])
+    alone = _fit(estimator, RANKINGS[-1:])
+    assert_array_equal(one.trace_["log_joint"], alone.trace_["log_joint"])
+    assert one.labels_.shape == (30,)
