@@ -90,6 +90,14 @@ def _ap_corpus():
             raise OSError(f"No AP corpus file at {path}.")
 
 
+def _mnist_digits():
+    from rankmix.datasets import get_data_home
+
+    path = Path(get_data_home(), "mnist", "mnist.npz")
+    if not path.is_file():
+        raise OSError(f"No MNIST digits at {path}.")
+
+
 def _irish_ballots():
     from rankmix.datasets import fetch_irish
 
@@ -114,6 +122,7 @@ _EXAMPLE_DATA = {
         "The AP articles of lda-c (ap.dat, vocab.txt)",
         _ap_corpus,
     ),
+    "vectors/plot_mnist.py": ("The MNIST digits (mnist.npz)", _mnist_digits),
 }
 # The examples of _EXAMPLE_DATA that this build does not run, with the reason.
 _SKIPPED = {}

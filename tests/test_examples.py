@@ -26,12 +26,14 @@ EXAMPLES = sorted(EXAMPLES_DIR.glob("**/plot_*.py"))
 # folder under the data home). fetch_irish and fetch_sushi read
 # <data home>/preflib/<PrefLib file name>; plot_jester.py reads
 # <data home>/jester/jester5k_ratings.csv; plot_ap_topics.py reads
-# <data home>/ap/ap.dat and <data home>/ap/vocab.txt.
+# <data home>/ap/ap.dat and <data home>/ap/vocab.txt; plot_mnist.py reads
+# <data home>/mnist/mnist.npz.
 DATA_FILES = {
     "plot_irish_election.py": [("irish/00001-00000003.soi", "preflib")],
     "plot_sushi.py": [("sushi/00014-00000001.soc", "preflib")],
     "plot_jester.py": [("jester/jester5k_ratings.csv", "jester")],
     "plot_ap_topics.py": [("ap/ap.dat", "ap"), ("ap/vocab.txt", "ap")],
+    "plot_mnist.py": [("mnist/mnist.npz", "mnist")],
 }
 
 

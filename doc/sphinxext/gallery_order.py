@@ -23,6 +23,7 @@ ORDER = [
     "plot_gaussian_vs_sklearn.py",
     "plot_digits.py",
     "plot_burn_in.py",
+    "plot_mnist.py",
     # counts
     "plot_ap_topics.py",
     # model selection
