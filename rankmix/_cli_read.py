@@ -548,7 +548,8 @@ def read_preflib_rankings(path, *, ties="raise"):
         # load_preflib's data is np.repeat(orders, counts, axis=0): one row per
         # ballot, what --labels and --subsample count. fit(orders,
         # sample_weight=counts) repeats the rows in this same order, so it
-        # would give the same draws at the same cost.
+        # would give the same draws at the same cost (the chains reuse the
+        # scores of consecutive equal rows either way).
         X=election.data,
         names=list(election.item_names),
         kind="preflib",

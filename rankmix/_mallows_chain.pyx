@@ -147,6 +147,13 @@ cdef class MallowsChain:
     cdef intp_t* ladder_a      # (T,) ladder of nu r_j for stage j
     cdef intp_t* ladder_b      # (T,) ladder of nu r_j + nu for stage j
     cdef double* log_prob      # (capacity + 1,) assignment scratch
+    # Rows equal to the row before them (np.repeat order, as sample_weight
+    # gives) reuse each cluster's likelihood term of that row where the cluster
+    # did not change in between: the same numbers, fewer evaluations.
+    cdef double* score_cache   # (capacity,) cluster c's term for the last row scored
+    cdef char* cache_valid     # (capacity,) score_cache[c] still holds
+    cdef char* repeats_previous  # (N,) row i equals row i - 1
+    cdef public bint reuse_repeated_rows  # the cache on (tests turn it off)
 
     # scratch
     cdef intp_t* code          # (T,)
@@ -219,6 +226,16 @@ cdef class MallowsChain:
              for t in range(self.T + 1)]
         )
         self.labels = np.empty(self.N, dtype=np.intp)
+        self.reuse_repeated_rows = True
+        self.repeats_previous = <char*> malloc(max(self.N, 1) * sizeof(char))
+        if self.repeats_previous == NULL:
+            raise MemoryError("could not allocate the chain's work arrays")
+        for i in range(self.N):
+            self.repeats_previous[i] = i > 0
+            for j in range(self.T):
+                if i == 0 or X[i, j] != X[i - 1, j]:
+                    self.repeats_previous[i] = 0
+                    break
 
         self.code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
         self.old_code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
@@ -275,6 +292,7 @@ cdef class MallowsChain:
         free(self.ladder); free(self.ladder_size); free(self.ladder_offset)
         free(self.ladder_a); free(self.ladder_b)
         free(self.log_prob); free(self.code); free(self.old_code)
+        free(self.score_cache); free(self.cache_valid); free(self.repeats_previous)
         free(self.members); free(self.local)
         free(self.st_local); free(self.unranked); free(self.proposal)
         free(self.placed); free(self.taken); free(self.rho); free(self.weight)
@@ -297,6 +315,8 @@ cdef class MallowsChain:
         self.theta = <double*> grow_array(self.theta, capacity * self.T * sizeof(double))
         self.log_norm = <double*> grow_array(self.log_norm, capacity * (self.T + 1) * sizeof(double))
         self.log_prob = <double*> grow_array(self.log_prob, (capacity + 1) * sizeof(double))
+        self.score_cache = <double*> grow_array(self.score_cache, capacity * sizeof(double))
+        self.cache_valid = <char*> grow_array(self.cache_valid, capacity * sizeof(char))
         if self.beta_gibbs:
             self.code_sum = <double*> grow_array(self.code_sum, capacity * self.T * sizeof(double))
             self.stage_count = <double*> grow_array(self.stage_count, capacity * self.T * sizeof(double))
@@ -305,6 +325,7 @@ cdef class MallowsChain:
             self.beta_hi = <intp_t*> grow_array(self.beta_hi, capacity * self.T * sizeof(intp_t))
         for c in range(old, capacity):
             self.size[c] = 0
+            self.cache_valid[c] = 0
         slots_grow(&self.slots, capacity)
         return 0
 
@@ -336,6 +357,7 @@ cdef class MallowsChain:
         cdef intp_t* pos = self.position + c * self.n
         cdef double* th = self.theta + c * self.T
         cdef double* norm = self.log_norm + c * (self.T + 1)
+        self.cache_valid[c] = 0
         for r in range(self.n):
             pos[sig[r]] = r
         norm[0] = 0.0
@@ -412,6 +434,7 @@ cdef class MallowsChain:
         cdef intp_t M = S + N + 1
         cdef double* la = self._ladder(self.ladder_a[j], S + self.n + 1)
         cdef double* lb = self._ladder(self.ladder_b[j], M + self.n + 2)
+        self.cache_valid[c] = 0
         self.beta_base[c * self.T + j] = log(self.nu + N + 1.0) - la[S] + lb[M]
         self.beta_lo[c * self.T + j] = S
         self.beta_hi[c * self.T + j] = M + 1
@@ -472,6 +495,7 @@ cdef class MallowsChain:
 
     cdef void _add_stats(self, intp_t c, intp_t i, const intp_t* codes, double sign) noexcept nogil:
         cdef intp_t j
+        self.cache_valid[c] = 0
         for j in range(self.lengths[i]):
             self.code_sum[c * self.T + j] += sign * codes[j]
             self.stage_count[c * self.T + j] += sign
@@ -578,19 +602,32 @@ cdef class MallowsChain:
         if self.size[c_old] == 0:
             self._close_slot(c_old)
 
-    cdef double _score(self, intp_t i) noexcept nogil:
+    cdef double _score(self, intp_t i, bint reuse) noexcept nogil:
         """log_prob[a]: log weight of active cluster a for ranking i (removed from
-        its cluster), log_prob[n_active]: of a new cluster. Returns the maximum."""
+        its cluster), log_prob[n_active]: of a new cluster. Returns the maximum.
+
+        With ``reuse`` (ranking i equals the ranking scored before it), a
+        cluster's likelihood term is taken from score_cache where no change of
+        the cluster has cleared cache_valid since: the value it would compute.
+        """
         cdef intp_t a, c, c_old = self.labels[i]
-        cdef double high = -INFINITY
+        cdef double high = -INFINITY, term
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
-            if not self.beta_gibbs:
-                self.log_prob[a] = self.log_size[c] + self._gm_log_likelihood(i, c)
-            elif c == c_old:
-                self.log_prob[a] = self.log_size[c] + self._beta_direct(i, c, self.old_code)
+            if reuse and self.cache_valid[c] and c != c_old:
+                term = self.score_cache[c]
+            elif self.beta_gibbs and c == c_old:
+                # its own cluster, from the codes it was removed with
+                term = self._beta_direct(i, c, self.old_code)
+                self.cache_valid[c] = 0
             else:
-                self.log_prob[a] = self.log_size[c] + self._beta_from_table(i, c)
+                if self.beta_gibbs:
+                    term = self._beta_from_table(i, c)
+                else:
+                    term = self._gm_log_likelihood(i, c)
+                self.score_cache[c] = term
+                self.cache_valid[c] = 1
+            self.log_prob[a] = self.log_size[c] + term
             if self.log_prob[a] > high:
                 high = self.log_prob[a]
         self.log_prob[self.slots.n_active] = self.log_alpha + self.log_new[self.lengths[i]]
@@ -601,20 +638,25 @@ cdef class MallowsChain:
     cdef int _assign(self) except -1 nogil:
         """Resample every c_i given the others (eq. 11, or Figure 5's predictive)."""
         cdef intp_t i, c_old
+        # parameters and clusters changed since the last pass
+        memset(self.cache_valid, 0, self.slots.capacity * sizeof(char))
         for i in range(self.N):
             c_old = self.labels[i]
             self._remove(i)
-            self._seat(i, c_old, self.size[c_old] > 0)
+            self._seat(
+                i, c_old, self.size[c_old] > 0,
+                self.reuse_repeated_rows and self.repeats_previous[i],
+            )
         return 0
 
-    cdef int _seat(self, intp_t i, intp_t c_old, bint alive) except -1 nogil:
+    cdef int _seat(self, intp_t i, intp_t c_old, bint alive, bint reuse) except -1 nogil:
         """Draw ranking i's cluster given the clusters of the others.
 
         Ranking i is in no cluster; it left ``c_old`` (-1 if none: the sequential
-        start), which still holds rankings if ``alive``.
+        start), which still holds rankings if ``alive``. ``reuse``: see _score.
         """
         cdef intp_t c, choice, j
-        self._score(i)
+        self._score(i, reuse)
         choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
         if choice == self.slots.n_active:
             c = self._open_slot()
@@ -747,7 +789,7 @@ cdef class MallowsChain:
         shuffle(order, self.N, self.rng)
         for r in range(self.N):
             i = order[r]
-            self._seat(i, -1, False)
+            self._seat(i, -1, False, False)
         self._update_parameters()
         self.log_joint = self._compute_log_joint()
         return 0
@@ -1137,6 +1179,11 @@ cdef class MallowsChain:
 
     # -- Python interface ------------------------------------------------------------
 
+    @property
+    def n_repeated_rows(self):
+        """Rows equal to the row before them, whose scores can reuse its terms."""
+        return sum(self.repeats_previous[i] for i in range(self.N))
+
     def sweep(self, intp_t n_sweeps=1):
         """Run ``n_sweeps`` full sweeps with the GIL released."""
         cdef intp_t s, t
@@ -1193,7 +1240,7 @@ cdef class MallowsChain:
             slot_of_label.setdefault(labels[r], self.labels[r])
         with nogil:
             self._remove(i)
-            self._score(i)
+            self._score(i, False)
         scores = {self.slots.active[a]: self.log_prob[a] for a in range(self.slots.n_active)}
         new = self.log_prob[self.slots.n_active]
         with nogil:

@@ -10,7 +10,9 @@ on the repeated rows, so a weighted fit is draw for draw the fit of the repeated
 data. The fitted per-row attributes then speak of the rows as given: a row's
 label in a draw is that of its first copy (the copies are exchangeable, so each
 copy's label has the row's posterior law; copies that a draw splits are not
-visible in ``label_samples_``).
+visible in ``label_samples_``). The repeated rows come in runs of copies, which
+DPMallowsClustering's chains exploit: a copy reuses the likelihood terms of the
+copy before it for every cluster that has not changed since.
 """
 
 import numpy as np

@@ -434,3 +434,25 @@ def test_verbose_prints_progress_with_time_left(capsys, monkeypatch):
     assert "log joint" in lines[-1] and "left" in lines[-1]
     DPMallowsClustering(n_iter=10, burn_in=5, n_chains=1, random_state=0).fit(TINY_X)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("sampler", ["beta-gibbs", "slice-gibbs"])
+def test_repeated_rows_reuse_their_scores_without_changing_a_draw(sampler):
+    # Rows equal to the row before them (np.repeat order, as sample_weight
+    # gives) reuse each unchanged cluster's likelihood term: the same numbers,
+    # so the chain's draws are those of a chain that recomputes every term.
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=40, n_items=8, t=4, theta=1.0, random_state=0
+    )
+    X = np.repeat(X, np.random.default_rng(0).integers(1, 5, size=len(X)), axis=0)
+    model = DPMallowsClustering(sampler=sampler, n_split_merge=2, random_state=0)
+    prepared = model._prepare(X)
+    snapshots = []
+    for reuse in (True, False):
+        chain = model._chain_factory(prepared)(np.random.PCG64(3))
+        assert chain.n_repeated_rows == np.all(X[1:] == X[:-1], axis=1).sum()
+        chain.reuse_repeated_rows = reuse
+        chain.sweep(15)
+        snapshots.append(chain.snapshot())
+    for cached, recomputed in zip(*snapshots):
+        assert_array_equal(cached, recomputed)
