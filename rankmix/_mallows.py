@@ -20,7 +20,11 @@ from ._base import (
 from ._mallows_chain import MallowsChain
 from ._posterior import cumulative_probability_consensus
 from ._sklearn_compat import Interval, StrOptions
-from ._validation import check_known_items, check_rankings, ranking_lengths
+from ._validation import (
+    check_query_rankings,
+    check_training_rankings,
+    ranking_lengths,
+)
 
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
@@ -427,18 +431,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     # -- hooks ---------------------------------------------------------------
 
     def _prepare(self, X, space=None):
-        X = check_rankings(X, n_items=self.n_items)
         # Columns that only pad would add stages without data; rows of weight 0
         # (space) count towards the stages and items, as if given by n_items.
-        space = np.empty((0, 1), np.intp) if space is None else check_rankings(space)
-        longest = max(ranking_lengths(X).max(), ranking_lengths(space).max(initial=0))
-        X = np.pad(
-            X[:, :longest],
-            ((0, 0), (0, max(0, longest - X.shape[1]))),
-            constant_values=-1,
-        )
-        inferred = max(int(X.max()), int(space.max(initial=-1))) + 1
-        self.n_items_ = inferred if self.n_items is None else self.n_items
+        X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
         t_max = X.shape[1]
@@ -508,17 +503,14 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         )
 
     def _check_new_data(self, X):
-        X = check_known_items(
-            check_rankings(X), self.n_items_, inferred=self.n_items is None
-        )
-        longest = ranking_lengths(X).max()
-        if longest > self.n_features_in_:
+        X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
+        if X.shape[1] > self.n_features_in_:
             raise ValueError(
-                f"X holds a ranking of length {longest}, longer than the longest "
+                f"X holds a ranking of length {X.shape[1]}, longer than the longest "
                 f"training ranking ({self.n_features_in_}): the model has no theta "
                 "for those ranks. Refit with longer rankings among the training data."
             )
-        return X[:, :longest].copy()
+        return X
 
     def _component_log_density(self, X, parameters):
         sigmas, thetas, _, _ = parameters

@@ -199,7 +199,7 @@ def check_known_items(X, n_items, *, inferred, input_name="X"):
     raise ValueError(message)
 
 
-def check_training_rankings(X, n_items):
+def check_training_rankings(X, n_items, space=None):
     """Validate training rankings for an estimator with an ``n_items`` parameter.
 
     Parameters
@@ -208,18 +208,31 @@ def check_training_rankings(X, n_items):
         Rankings, as for :func:`check_rankings`.
     n_items : int or None
         The estimator's ``n_items``; None infers it from the data.
+    space : array-like or list of sequences, default=None
+        Rankings that belong to the data's items and stages without being
+        fitted (rows of ``sample_weight`` 0): the width and the inferred number
+        of items cover them too.
 
     Returns
     -------
     X_checked : ndarray of shape (n_rankings, t), dtype=np.intp
         The rankings without the columns that only pad (they would cost a
-        look-up per pair for nothing in the kernels): ``t`` is the longest length.
+        look-up per pair for nothing in the kernels): ``t`` is the longest length
+        (of ``space`` too, padding X with -1 if need be).
     n_items_ : int
         ``n_items``, or the largest item id + 1 when it is None.
     """
     X = check_rankings(X, n_items=n_items)
-    X = X[:, : ranking_lengths(X).max()].copy()
-    return X, int(X.max()) + 1 if n_items is None else n_items
+    width, inferred = ranking_lengths(X).max(), int(X.max()) + 1
+    if space is not None:
+        space = check_rankings(space, n_items=n_items)
+        width = max(width, ranking_lengths(space).max())
+        inferred = max(inferred, int(space.max()) + 1)
+    # np.pad copies: the result never shares memory with the input
+    X = np.pad(
+        X[:, :width], ((0, 0), (0, width - min(width, X.shape[1]))), constant_values=-1
+    )
+    return X, inferred if n_items is None else n_items
 
 
 def check_query_rankings(X, n_items_, *, inferred):
