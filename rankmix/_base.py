@@ -466,6 +466,13 @@ class BaseDPMixture(
             self.n_clusters_,
         ).astype(np.float64)
 
+    def _cluster_shares(self, d):
+        """(K_d, `n_clusters_`): the share of draw d's cluster j's rows in each
+        cluster of ``labels_`` (rows sum to one): how `predict_proba` and
+        `sample` hand a draw's clusters to the point estimate's."""
+        overlap = self._cluster_overlap(d)
+        return overlap / overlap.sum(axis=1, keepdims=True)
+
     @staticmethod
     def _responsibilities(log_density, sizes):
         """Rows' probabilities of each existing cluster of a draw."""
@@ -529,13 +536,11 @@ class BaseDPMixture(
             )
         proba = np.zeros((X.shape[0], self.n_clusters_))
         for d, parameters in enumerate(self._draws):
-            overlap = self._cluster_overlap(d)
-            overlap /= overlap.sum(axis=1, keepdims=True)
             proba += (
                 self._responsibilities(
                     self._component_log_density(X, parameters), parameters[-1]
                 )
-                @ overlap
+                @ self._cluster_shares(d)
             )
         return proba / len(self._draws)
 
@@ -722,9 +727,8 @@ class BaseDPMixture(
             components = np.sort(rng.choice(len(weights), size=counts[d], p=weights))
             old = components[components < len(sizes)]
             n_new = counts[d] - len(old)
-            overlap = self._cluster_overlap(d)
-            overlap /= overlap.sum(axis=1, keepdims=True)
-            matched = [rng.choice(self.n_clusters_, p=overlap[j]) for j in old]
+            shares = self._cluster_shares(d)
+            matched = [rng.choice(self.n_clusters_, p=shares[j]) for j in old]
             if len(old):
                 samples.append(self._sample_components(old, parameters, rng))
             if n_new:
