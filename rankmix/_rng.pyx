@@ -9,7 +9,10 @@ Python code holds NumPy bit generators (one per chain, spawned from the user's
 
 import numpy as np
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from libc.stdint cimport uint64_t
 from sklearn.utils import check_random_state
+
+from ._counter_rng cimport philox4x64_10
 
 # Largest seed drawn from a RandomState: numpy's legacy RandomState.randint needs a
 # value that fits a C long on every platform (32 bits on Windows).
@@ -69,4 +72,15 @@ def _uniform_wrapper(bit_generator, Py_ssize_t size):
     with bit_generator.lock, nogil:
         for i in range(size):
             out[i] = uniform(rng)
+    return np.asarray(out)
+
+
+def _philox_wrapper(counter, key):
+    """Philox4x64-10 of ``counter`` (4 words) under ``key`` (2 words), for tests."""
+    cdef uint64_t[::1] c = np.asarray(counter, dtype=np.uint64).copy()
+    cdef uint64_t[::1] k = np.asarray(key, dtype=np.uint64).copy()
+    cdef uint64_t[::1] out = np.empty(4, dtype=np.uint64)
+    if c.shape[0] != 4 or k.shape[0] != 2:
+        raise ValueError("counter takes 4 words and key 2")
+    philox4x64_10(&c[0], &k[0], &out[0])
     return np.asarray(out)
