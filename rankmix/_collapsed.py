@@ -15,6 +15,7 @@ from ._base import (
 )
 from ._collapsed_chain import CollapsedChain
 from ._sklearn_compat import Interval, StrOptions
+from ._subcluster_chain import SubclusterChain
 
 # The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
 _MOVES = ("gibbs", "split-merge", "permutation")
@@ -22,7 +23,7 @@ _SAMPLERS = {
     "+".join(m for m, keep in zip(_MOVES, mask) if keep)
     for mask in np.ndindex(2, 2, 2)
     if any(mask)
-}
+} | {"subcluster"}
 
 
 class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
@@ -66,6 +67,12 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                 "sampler='split-merge' with n_split_merge=0 would never move; "
                 "set n_split_merge >= 1."
             )
+        if self.sampler == "subcluster" and self.n_split_merge == 0:
+            raise ValueError(
+                "sampler='subcluster' with n_split_merge=0 could never open a "
+                "cluster (its splits are its only new clusters); set "
+                "n_split_merge >= 1."
+            )
 
     def _collapsed_chain(self, family):
         """``make_chain(bit_generator)`` for the engine, over ``family``.
@@ -74,6 +81,16 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         processes; the engine passes the bit generator. The family is read-only
         during sweeps, and each chain runs on its own copy of its scratch.
         """
+        if self.sampler == "subcluster":
+            return partial(
+                _make_subcluster_chain,
+                family,
+                alpha=float(self.alpha),
+                n_split_merge=self.n_split_merge,
+                alpha_prior=self._alpha_prior,
+                init_clusters=min(self.init_clusters, family.n_points),
+                sequential_init=self.init == "sequential",
+            )
         moves = self.sampler.split("+")
         return partial(
             _make_chain,
@@ -94,3 +111,8 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
 def _make_chain(family, bit_generator, **options):
     """``CollapsedChain(family, bit_generator=bit_generator, **options)``."""
     return CollapsedChain(family, bit_generator=bit_generator, **options)
+
+
+def _make_subcluster_chain(family, bit_generator, **options):
+    """``SubclusterChain(family, bit_generator=bit_generator, **options)``."""
+    return SubclusterChain(family, bit_generator=bit_generator, **options)

@@ -123,7 +123,7 @@ from ._family cimport (
     family_log_kernel_t, family_log_marginal, family_rebuild, family_remove,
     family_reset,
 )
-from ._permutation cimport SegmentDP, digamma, intp_t
+from ._permutation cimport digamma, intp_t
 from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
@@ -144,13 +144,6 @@ cdef enum:
 
 _PERMUTATION_MODES = {None: PERMUTATION_NONE, "exact": PERMUTATION_EXACT,
                       "beta": PERMUTATION_BETA}
-
-
-cdef struct ProjectionRecord:
-    double cluster_key   # the point's cluster's key (NIW: u . m_n)
-    intp_t cluster       # its slot, to break ties between clusters
-    double key           # the point's key (NIW: u . x)
-    intp_t point
 
 
 cdef int _compare_projections(const void* a, const void* b) noexcept nogil:
@@ -198,53 +191,6 @@ cdef class CollapsedChain:
         Start from sequential prediction (``_initialise_sequential``) instead of
         the random clustering into ``init_clusters``.
     """
-
-    cdef object bit_generator
-    cdef bitgen_t* rng
-    cdef Family family         # this chain's own copy: the callbacks write scratch
-    cdef ConjugateFamily f     # family.c: callbacks and context
-    cdef intp_t N, W
-    cdef bint gibbs, sample_alpha
-    cdef intp_t n_split_merge
-    cdef double alpha_shape, alpha_rate
-    cdef public double alpha
-    cdef public double log_joint
-    cdef intp_t[::1] labels
-    cdef double[::1] log_prior_predictive   # (N,) log p(x_i) under the prior
-    cdef public object split_merge_counts   # proposed / accepted splits and merges
-    cdef intp_t n_split, n_split_accepted, n_merge, n_merge_accepted
-
-    # cluster slots
-    cdef Slots slots           # which slots hold clusters (see _slots.pxd)
-    cdef double* states        # (capacity, W)
-    cdef double* log_prob      # (capacity + 1,) assignment scratch
-
-    # scratch
-    cdef double* direction     # (key_dim,) the burn-in's projection direction u
-    cdef intp_t* members       # (N,)
-    cdef char* side            # (N,) split-merge: 1 if the point goes with i
-    cdef double* state_a       # (W,) split-merge: i's side
-    cdef double* state_b       # (W,) split-merge: j's side
-    cdef double* state_m       # (W,) split-merge: the merged cluster
-
-    # permutation move
-    cdef int permutation
-    cdef double beam_tolerance
-    cdef public intp_t burn_in
-    cdef public intp_t n_sweeps_done
-    cdef public double permutation_beta     # beta after burn-in (nan until fixed)
-    cdef double k_sum
-    cdef intp_t k_count
-    cdef SegmentDP dp
-    cdef intp_t* order         # (N,) the ordering pi
-    cdef intp_t* ends_old      # (N,) the current clustering's segment ends along pi
-    cdef intp_t* ends_new      # (N,) the drawn clustering's
-    cdef double* log_size      # (N + 1,)
-    cdef double* log_A         # (N + 1,)
-    cdef ProjectionRecord* records  # (N,)
-    cdef intp_t n_perm, n_perm_accepted, n_perm_pruned
-    cdef public double permutation_beam_width   # mean |M_r| of the last beam pass
-    cdef public object permutation_counts
 
     def __init__(
         self, Family family, double alpha, bint gibbs, intp_t n_split_merge,
@@ -340,9 +286,6 @@ cdef class CollapsedChain:
 
     cdef void _close_slot(self, intp_t c) noexcept nogil:
         slots_close(&self.slots, c)
-
-    cdef inline double* _state(self, intp_t c) noexcept nogil:
-        return self.states + c * self.W
 
     # -- rebuilding states from the data ----------------------------------------------
 

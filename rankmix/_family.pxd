@@ -16,8 +16,28 @@ directly:
   cluster is ``state[log_weight] + log_kernel(context, state, i)``.
 
 Every callback runs without the GIL and may write to scratch in ``context``, so a
-context serves one chain at a time (``Family.copy`` makes another).
+context serves one chain at a time (``Family.copy`` makes another), except
+``log_likelihood``, which the parallel samplers call from many threads at once: it
+reads ``context`` and writes only to the ``work`` it is given.
+
+Explicit parameters (the sub-cluster sampler, ``_subcluster_chain``)
+-------------------------------------------------------------------
+A family that also offers its cluster parameters theta explicitly sets, with
+``explicit_parameters(&family.c, ...)``:
+
+* ``param_width``: doubles per parameter block; ``work_width``: doubles of scratch
+  per thread for ``log_likelihood``;
+* ``draw_params(context, state, rng, params)``: a draw of theta | the cluster's
+  points, from the conjugate posterior that ``state`` summarises (sequential: it
+  may use ``context``'s scratch); < 0 on a numerical failure;
+* ``log_likelihood(context, params, point, work)``: log f(x_point | theta), the
+  whole density, normalising constants included.
+
+The tests check both against the collapsed callbacks: the posterior mean of
+f(x | theta) is the predictive p(x | state) (``tests/test_subcluster.py``).
 """
+
+from numpy.random cimport bitgen_t
 
 from ._permutation cimport (
     SegmentModel,
@@ -46,6 +66,11 @@ ctypedef double (*family_point_key_t)(
     void* context, intp_t point, const double* u) noexcept nogil
 ctypedef double (*family_cluster_key_t)(
     void* context, const double* state, const double* u) noexcept nogil
+# explicit parameters (module docstring)
+ctypedef int (*family_draw_params_t)(
+    void* context, const double* state, bitgen_t* rng, double* params) noexcept nogil
+ctypedef double (*family_log_likelihood_t)(
+    void* context, const double* params, intp_t point, double* work) noexcept nogil
 
 
 cdef struct ConjugateFamily:
@@ -62,6 +87,11 @@ cdef struct ConjugateFamily:
     intp_t key_dim                       # length of a projection direction u
     family_point_key_t point_key
     family_cluster_key_t cluster_key
+    # explicit parameters; param_width = 0 where the family has none
+    intp_t param_width
+    intp_t work_width
+    family_draw_params_t draw_params
+    family_log_likelihood_t log_likelihood
 
 
 cdef class Family:
@@ -93,7 +123,22 @@ cdef inline ConjugateFamily conjugate_family(
     f.key_dim = key_dim
     f.point_key = point_key
     f.cluster_key = cluster_key
+    f.param_width = 0
+    f.work_width = 0
+    f.draw_params = NULL
+    f.log_likelihood = NULL
     return f
+
+
+cdef inline void explicit_parameters(
+        ConjugateFamily* f, intp_t param_width, intp_t work_width,
+        family_draw_params_t draw_params, family_log_likelihood_t log_likelihood,
+) noexcept:
+    """Give a family's table its explicit parameters (module docstring)."""
+    f.param_width = param_width
+    f.work_width = work_width
+    f.draw_params = draw_params
+    f.log_likelihood = log_likelihood
 
 
 # -- the calls, spelt once -----------------------------------------------------------

@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The base class of conjugate cluster families (declarations in ``_family.pxd``)."""
 
+import numpy as np
+
+from ._rng cimport bitgen_pointer
+
 
 cdef class Family:
     """A conjugate cluster family bound to one data set, for ``CollapsedChain``.
@@ -30,3 +34,40 @@ cdef class Family:
         sizes)``; what comes in between is the estimator's business.
         """
         raise NotImplementedError
+
+    @property
+    def has_explicit_parameters(self):
+        """Whether the family draws explicit parameters (the sub-cluster sampler)."""
+        return self.c.param_width > 0
+
+    def _explicit_check(self, members, bit_generator, intp_t n_draws, points):
+        """Explicit parameters against the collapsed predictive (for tests).
+
+        Returns ``(log_likelihoods, log_predictive)``: (n_draws, len(points)) values
+        of log f(x_p | theta_r) for draws theta_r | the points ``members``, and the
+        (len(points),) log p(x_p | members). The mean over r of f(x_p | theta_r)
+        estimates the predictive.
+        """
+        if not self.has_explicit_parameters:
+            raise ValueError("this family has no explicit parameters")
+        cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
+        cdef const intp_t[::1] at = np.ascontiguousarray(points, dtype=np.intp)
+        cdef double[::1] state = np.empty(self.c.segments.width)
+        cdef double[::1] params = np.empty(self.c.param_width)
+        cdef double[::1] work = np.empty(max(self.c.work_width, 1))
+        cdef double[:, ::1] out = np.empty((n_draws, at.shape[0]))
+        cdef double[::1] predictive = np.empty(at.shape[0])
+        cdef intp_t r, k
+        if self.c.rebuild(self.c.segments.context, &state[0],
+                          &idx[0] if idx.shape[0] else NULL, idx.shape[0]) < 0:
+            raise FloatingPointError(self.failure_message)
+        for k in range(at.shape[0]):
+            predictive[k] = self.c.log_predictive(self.c.segments.context, &state[0], at[k])
+        rng = bitgen_pointer(bit_generator)
+        for r in range(n_draws):
+            if self.c.draw_params(self.c.segments.context, &state[0], rng, &params[0]) < 0:
+                raise FloatingPointError(self.failure_message)
+            for k in range(at.shape[0]):
+                out[r, k] = self.c.log_likelihood(
+                    self.c.segments.context, &params[0], at[k], &work[0])
+        return np.asarray(out), np.asarray(predictive)

@@ -37,6 +37,19 @@ come from a table over n. The log marginal likelihood of the cluster is
 
 (Murphy 2007, "Conjugate Bayesian analysis of the Gaussian distribution", eq. 266;
 ``diag`` sums the d one-dimensional cases).
+
+Explicit parameters (the sub-cluster sampler) are a posterior draw of (mu, Sigma)
+kept as mu, the lower Cholesky factor C of the precision Sigma^{-1} and the log
+normaliser, so that a row costs one triangular product, O(d^2 / 2):
+
+    log N(x | mu, Sigma) = -d / 2 log(2 pi) + sum_j log C_jj - |C^T (x - mu)|^2 / 2.
+
+The precision is drawn by Bartlett's decomposition: Sigma^{-1} ~ Wishart(Psi_n^{-1},
+nu_n) is L^{-T} A A^T L^{-1} with L L^T = Psi_n (the state's factor), A lower
+triangular, A_jj^2 ~ chi^2(nu_n - j) (j = 0..d-1) and A_ij ~ N(0, 1) below the
+diagonal; then mu = m_n + C^{-T} z / sqrt(kappa_n), z ~ N(0, I), has covariance
+Sigma / kappa_n. ``diag`` draws sigma_j^2 = (psi_nj / 2) / Gamma(nu_n / 2) and
+mu_j ~ N(m_nj, sigma_j^2 / kappa_n), and keeps 1 / sigma_j in place of C.
 """
 
 import numpy as np
@@ -46,7 +59,10 @@ from libc.math cimport INFINITY, M_LN2, M_PI, frexp, isfinite, lgamma, log, log1
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from ._family cimport Family, conjugate_family
+from numpy.random cimport bitgen_t
+
+from ._family cimport Family, conjugate_family, explicit_parameters
+from ._rng cimport random_standard_gamma, random_standard_normal
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -696,6 +712,92 @@ cdef double _niw_cluster_key(void* context, const double* state, const double* u
     return dot(u, state + S_MEAN, c.d)
 
 
+cdef int _niw_draw_params(void* context, const double* state, bitgen_t* rng,
+                          double* params) noexcept nogil:
+    """(mu, C, log normaliser): a draw of the cluster's Gaussian (module docstring)."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef const NIW* p = c.p
+    cdef intp_t i, j, k, d = p.d
+    cdef double n = state[S_COUNT], kn = p.kappa + n, nun = p.nu + n, s, log_det = 0.0
+    cdef const double* mean = state + S_MEAN
+    cdef const double* L = state + p.scale_off
+    cdef double* mu = params
+    cdef double* C = params + d
+    cdef double* B = c.work           # (d, d) column-major: L^{-T} A
+    if not p.full:
+        for j in range(d):
+            # 1 / sigma_j = sqrt(Gamma(nu_n / 2) / (psi_nj / 2))
+            C[j] = (2.0 * random_standard_gamma(rng, 0.5 * nun) / L[j]) ** 0.5
+            if not (C[j] > 0.0 and isfinite(C[j])):
+                return -1
+            mu[j] = mean[j] + random_standard_normal(rng) / (C[j] * sqrt(kn))
+            log_det += log(C[j])
+        params[2 * d] = -0.5 * d * log(2.0 * M_PI) + log_det
+        return 0
+    # B = L^{-T} A, column by column: solve L^T b = a_k (back substitution)
+    for k in range(d):
+        for i in range(d):
+            B[k * d + i] = 0.0
+        B[k * d + k] = (2.0 * random_standard_gamma(rng, 0.5 * (nun - k))) ** 0.5
+        for i in range(k + 1, d):
+            B[k * d + i] = random_standard_normal(rng)
+        for i in range(d - 1, -1, -1):
+            s = B[k * d + i]
+            for j in range(i + 1, d):
+                s -= L[i * d + j] * B[k * d + j]     # (L^T)_ij = L_ji, column i of L
+            B[k * d + i] = s / L[i * d + i]
+    # the precision B B^T into C (symmetric, so either storage), then its factor
+    for i in range(d):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(d):
+                s += B[k * d + i] * B[k * d + j]
+            C[j * d + i] = s
+            C[i * d + j] = s
+    if cholesky(C, d) < 0:
+        return -1
+    # mu = m_n + C^{-T} z / sqrt(kappa_n): back substitution with C^T
+    for j in range(d):
+        mu[j] = random_standard_normal(rng) / sqrt(kn)
+    for i in range(d - 1, -1, -1):
+        s = mu[i]
+        for j in range(i + 1, d):
+            s -= C[i * d + j] * mu[j]
+        mu[i] = s / C[i * d + i]
+        log_det += log(C[i * d + i])
+    for j in range(d):
+        mu[j] += mean[j]
+    params[d + d * d] = -0.5 * d * log(2.0 * M_PI) + log_det
+    return 0
+
+
+cdef double _niw_log_likelihood(void* context, const double* params, intp_t point,
+                                double* work) noexcept nogil:
+    """log N(x | mu, Sigma) from (mu, C, constant), O(d^2 / 2) (full) or O(d)."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef intp_t j, k, d = c.d
+    cdef const double* x = c.X + point * d
+    cdef const double* mu = params
+    cdef const double* C = params + d
+    cdef const double* col
+    cdef double q = 0.0, z
+    if not c.p.full:
+        for j in range(d):
+            z = (x[j] - mu[j]) * C[j]
+            q += z * z
+        return params[2 * d] - 0.5 * q
+    for j in range(d):
+        work[j] = x[j] - mu[j]
+    for k in range(d):
+        # (C^T y)_k = sum_{j >= k} C_jk y_j, down column k
+        col = C + k * d
+        z = 0.0
+        for j in range(k, d):
+            z += col[j] * work[j]
+        q += z * z
+    return params[d + d * d] - 0.5 * q
+
+
 cdef class NIWFamily(Family):
     """The NIW prior bound to data X: the family ``CollapsedChain`` samples.
 
@@ -735,6 +837,9 @@ cdef class NIWFamily(Family):
             &self.context, model.p.width, _niw_reset, _niw_add, _niw_log_marginal,
             _niw_remove, _niw_log_kernel, _niw_log_predictive, _niw_rebuild,
             S_LOG_WEIGHT, model.p.d, _niw_point_key, _niw_cluster_key)
+        explicit_parameters(
+            &self.c, model.p.d + model.p.scale_size + 1, model.p.d,
+            _niw_draw_params, _niw_log_likelihood)
 
     def __reduce__(self):
         return NIWFamily, (self.model, self.data)

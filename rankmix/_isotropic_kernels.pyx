@@ -45,16 +45,25 @@ cluster changes (one log), so the Gibbs kernel of a pair is |x - m_n|^2 and, for
 ``spherical``, one log1p. The helpers it shares with the NIW family (``dot``,
 ``members_mean``, ``location_add`` and ``location_remove``) are declared in
 ``_gaussian_kernels.pxd``.
+
+Explicit parameters (the sub-cluster sampler): ``spherical`` draws
+sigma^2 = (psi_n / 2) / Gamma(nu_n / 2) and mu ~ N(m_n, sigma^2 I / kappa_n),
+``fixed`` the whitened mu ~ N(m_n, I / kappa_n); a row then costs O(d),
+log N(x | mu, Sigma) = const - |y - mu|^2 / (2 sigma^2) (sigma = 1 for ``fixed``,
+whose const holds -log |L|).
 """
 
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
-from libc.math cimport INFINITY, M_PI, isfinite, log, log1p
+from libc.math cimport INFINITY, M_PI, isfinite, log, log1p, sqrt
 from libc.string cimport memcpy
 
-from ._family cimport STATE_COUNT, Family, conjugate_family
+from numpy.random cimport bitgen_t
+
+from ._family cimport STATE_COUNT, Family, conjugate_family, explicit_parameters
+from ._rng cimport random_standard_gamma, random_standard_normal
 from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
 
@@ -450,6 +459,33 @@ cdef double _cluster_key(void* context, const double* state, const double* u) no
     return dot(u, state + S_MEAN, (<IsoContext*> context).d)
 
 
+cdef int _draw_params(void* context, const double* state, bitgen_t* rng,
+                      double* params) noexcept nogil:
+    """(mu, 1 / sigma^2, log normaliser): a draw of the cluster's Gaussian."""
+    cdef IsoContext* c = <IsoContext*> context
+    cdef const Iso* p = c.p
+    cdef intp_t j, d = p.d
+    cdef double n = state[STATE_COUNT], kn = p.kappa + n, precision = 1.0
+    if not p.fixed:
+        # sigma^2 ~ InvGamma(nu_n / 2, psi_n / 2), nu_n = nu_0 + n d
+        precision = 2.0 * random_standard_gamma(rng, 0.5 * (p.nu + n * d)) / state[S_SCATTER]
+        if not (precision > 0.0 and isfinite(precision)):
+            return -1
+    for j in range(d):
+        params[j] = state[S_MEAN + j] + random_standard_normal(rng) / sqrt(precision * kn)
+    params[d] = precision
+    params[d + 1] = 0.5 * d * log(precision / (2.0 * M_PI)) - p.log_det
+    return 0
+
+
+cdef double _log_likelihood(void* context, const double* params, intp_t point,
+                            double* work) noexcept nogil:
+    """log N(x | mu, sigma^2 I) (whitened for fixed, less log |L|), O(d)."""
+    cdef IsoContext* c = <IsoContext*> context
+    return params[c.d + 1] - 0.5 * params[c.d] * squared_distance(
+        c.X + point * c.d, params, c.d)
+
+
 cdef class IsotropicFamily(Family):
     """An ``IsotropicModel`` bound to data X: the family ``CollapsedChain`` samples.
 
@@ -487,6 +523,7 @@ cdef class IsotropicFamily(Family):
             &self.context, model.p.width, _reset, _add, _log_marginal,
             _remove, _log_kernel, _log_predictive, _rebuild,
             S_LOG_WEIGHT, model.p.d, _point_key, _cluster_key)
+        explicit_parameters(&self.c, model.p.d + 2, 0, _draw_params, _log_likelihood)
 
     def __reduce__(self):
         return IsotropicFamily, (self.model, self.data)

@@ -28,16 +28,25 @@ marginal, updated with the same differences when a row is added or removed, so
 The rows are kept as CSR (indptr, indices, counts), whatever the input's format.
 An all-zero row has likelihood 1 in every cluster: it carries no information
 and follows the CRP prior alone.
+
+The explicit parameters of a cluster (for the sub-cluster sampler) are log p, a
+draw of p | c ~ Dirichlet(a + c) made as V independent Gamma(a_v + c_v) draws in
+logs (``log_gamma_variate``: a small a_v + c_v gives draws below the smallest
+double), normalised; a row then costs O(nnz): log f(x | p) = log |x|! -
+sum_v log x_v! + sum_{v: x_v > 0} x_v log p_v.
 """
 
 import numpy as np
 from scipy import sparse
 from scipy.special import gammaln
 
-from libc.math cimport INFINITY, lgamma, log
+from libc.math cimport INFINITY, exp, lgamma, log
 from libc.string cimport memset
 
-from ._family cimport STATE_COUNT, Family, conjugate_family
+from numpy.random cimport bitgen_t
+
+from ._family cimport STATE_COUNT, Family, conjugate_family, explicit_parameters
+from ._rng cimport log_gamma_variate
 from ._permutation cimport intp_t
 
 # Layout of a state block (offsets in doubles); state[0] is n (STATE_COUNT).
@@ -287,6 +296,7 @@ cdef class MultinomialFamily(Family):
             &self.context, S_COUNTS + model.p.V, _reset, _add, _log_marginal,
             _remove, _log_kernel, _log_predictive, _rebuild,
             S_LOG_WEIGHT, model.p.V, _point_key, _cluster_key)
+        explicit_parameters(&self.c, model.p.V, 0, _draw_params, _log_likelihood)
 
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)
@@ -364,3 +374,32 @@ cdef double _cluster_key(void* context, const double* state, const double* u) no
     for v in range(p.V):
         key += u[v] * (p.prior[v] + state[S_COUNTS + v])
     return key / (p.A + state[S_TOTAL])
+
+
+cdef int _draw_params(void* context, const double* state, bitgen_t* rng,
+                      double* params) noexcept nogil:
+    """log p, p ~ Dirichlet(a + c): normalised Gamma draws, in logs, O(V)."""
+    cdef const DM* p = (<Context*> context).p
+    cdef intp_t v
+    cdef double high = -INFINITY, total = 0.0, log_total
+    for v in range(p.V):
+        params[v] = log_gamma_variate(rng, p.prior[v] + state[S_COUNTS + v])
+        if params[v] > high:
+            high = params[v]
+    for v in range(p.V):
+        total += exp(params[v] - high)
+    log_total = high + log(total)
+    for v in range(p.V):
+        params[v] -= log_total
+    return 0
+
+
+cdef double _log_likelihood(void* context, const double* params, intp_t point,
+                            double* work) noexcept nogil:
+    """log Multinomial(x | |x|, p), coefficient included, O(nnz of the row)."""
+    cdef const Rows* x = &(<Context*> context).rows
+    cdef intp_t e
+    cdef double value = x.coefs[point]
+    for e in range(x.indptr[point], x.indptr[point + 1]):
+        value += x.counts[e] * params[x.indices[e]]
+    return value

@@ -305,7 +305,9 @@ def assert_matches_posterior(model, X, covariance_type):
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
 
 
-@pytest.mark.parametrize("sampler", ["gibbs", "split-merge", "gibbs+split-merge"])
+@pytest.mark.parametrize(
+    "sampler", ["gibbs", "split-merge", "gibbs+split-merge", "subcluster"]
+)
 @pytest.mark.parametrize("X, covariance_type", EXACT_CASES)
 def test_samplers_match_the_exact_posterior(X, covariance_type, sampler):
     # every move leaves the enumerated posterior over clusterings invariant
@@ -366,7 +368,8 @@ def test_sequential_start_finds_clusters_in_high_dimension():
     assert adjusted_rand_score(y, model.labels_) > 0.99
 
 
-def test_alpha_resampling_matches_the_exact_posterior():
+@pytest.mark.parametrize("sampler", ["gibbs+split-merge", "subcluster"])
+def test_alpha_resampling_matches_the_exact_posterior(sampler):
     # with alpha ~ Gamma(2, 1) integrated out exactly, clusterings and E[alpha | X]
     m0, kappa0, nu0, psi0 = prior_args("full", 2)
     posterior, alpha_mean = gref.exact_joint_posterior_with_alpha(
@@ -376,6 +379,7 @@ def test_alpha_resampling_matches_the_exact_posterior():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = DPGaussianClustering(
             alpha_prior=(2.0, 1.0),
+            sampler=sampler,
             mean_prior=m0,
             kappa=kappa0,
             nu=nu0,

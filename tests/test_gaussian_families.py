@@ -307,6 +307,7 @@ EXACT_SAMPLERS = [
     ("gibbs+split-merge", "beta"),
     ("gibbs+permutation", "beta"),
     ("gibbs+split-merge+permutation", "beta"),
+    ("subcluster", "beta"),
 ]
 
 

@@ -170,6 +170,8 @@ SAMPLERS = [
     dict(sampler="permutation", permutation_dp="exact"),
     dict(sampler="permutation", permutation_dp="beta"),
     dict(sampler="gibbs+split-merge+permutation", alpha_prior=(2.0, 1.0)),
+    dict(sampler="subcluster"),
+    dict(sampler="subcluster", alpha_prior=(2.0, 1.0)),
 ]
 
 

@@ -1,0 +1,448 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The parallel sub-cluster sampler: one chain of a conjugate DP mixture on every core.
+
+After Chang & Fisher (2013), "Parallel sampling of DP mixture models using
+sub-cluster splits", for any family of the core that draws explicit parameters
+(``_family.pxd``). A sweep:
+
+1. draws, per cluster, its parameters theta_k | its points (the family's
+   ``draw_params``) and an unnormalised weight pi_k ~ Gamma(n_k, 1);
+2. draws every row's label given them, in parallel over the rows (OpenMP), by the
+   exact anchored restricted step of ``_restricted.pxd``: conditionally on the
+   parameters the rows are independent, so a row costs K likelihoods and no
+   communication;
+3. rebuilds the clusters' states (sufficient statistics) from the labels;
+4. runs ``n_split_merge`` split or merge proposals, each from two sub-clusters
+   fitted to the points concerned (below), an exact Metropolis-Hastings step;
+5. draws alpha | K by Escobar & West's step when alpha has a prior.
+
+Steps 1 and 3 are the parameters going out and the statistics coming back of a
+distributed sweep; every random number of a row comes from Philox counted by
+(row, sweep, purpose), so the labels do not depend on the number of threads. The
+sub-cluster moves are the only source of new clusters.
+
+Sub-clusters and exactness
+--------------------------
+Chang & Fisher keep two sub-clusters per cluster in the state, update them with
+the labels, and propose to split a cluster along them. Their split's Hastings
+ratio leaves out the probability of the sub-cluster state itself, which depends
+on the clusters' data through a normaliser that cannot be computed (a sum over
+the 2^n sub-labellings), and a new cluster's sub-clusters are started afresh: the
+chain's stationary law is then not known to be the DP posterior. We fit the two
+sub-clusters afresh for each proposal instead, as Jain & Neal (2004)'s launch
+state, which makes the move exact and keeps what the sub-clusters are for:
+
+* a split-type proposal (probability 1/2) picks a cluster c uniformly among the K
+  and an ordered pair (i, j) of its points; a merge-type proposal picks an ordered
+  pair of clusters (A, B) and i in A, j in B uniformly. S is the union of the
+  clusters concerned;
+* the launch: the points of S other than i and j are put with i or j by fair
+  coins, then ``n_launch`` restricted scans each draw the two sides' parameters
+  theta_A, theta_B given their points and re-allocate every point of S \\ {i, j}
+  independently (in parallel) with probability proportional to
+  n_A f(x | theta_A) or n_B f(x | theta_B). The launch depends only on (i, j, S)
+  and fresh random numbers, so it is the same in both directions of the move;
+* the last scan's allocation is the proposal: a split draws it, with probability
+  q(A, B) = the product of the chosen sides' probabilities; a merge computes the
+  q(A, B) of the current pair of clusters;
+* the Metropolis-Hastings ratio of a split of c (K clusters) into A and B is
+
+      alpha Gamma(n_A) Gamma(n_B) / Gamma(n_c) * m(A) m(B) / m(c)
+      * [1 / ((K + 1) K n_A n_B)] / [1 / (K n_c (n_c - 1)) q(A, B)],
+
+  with m the cluster's marginal likelihood (parameters integrated out), and a
+  merge's is its inverse. The target is p(c | X, alpha); the explicit parameters
+  of step 1 are redrawn from their conditional at the start of every sweep.
+"""
+
+import numpy as np
+
+from cython.parallel cimport prange, threadid
+from libc.math cimport INFINITY, lgamma, log
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy
+
+from ._collapsed_chain cimport CollapsedChain
+from ._dp_prior cimport escobar_west
+from ._family cimport (
+    STATE_COUNT, Family, family_log_likelihood_t, family_log_marginal,
+    family_rebuild,
+)
+from ._openmp cimport max_threads
+from ._permutation cimport intp_t
+from ._restricted cimport (
+    PURPOSE_LABEL, PURPOSE_LAUNCH, draw_index, find_anchors, precedes, row_draws,
+)
+from ._rng cimport log_gamma_variate, log_pair, uniform, uniform_index
+from ._slots cimport grow_array
+
+# Rows of S below which a launch scan runs on one thread (OpenMP's start-up
+# costs more than the work); the results are the same either way.
+cdef intp_t PARALLEL_LAUNCH_ROWS = 2048
+
+
+cdef class SubclusterChain(CollapsedChain):
+    """State and sweeps of one sub-cluster chain (see the module docstring).
+
+    Parameters
+    ----------
+    family : Family
+        The cluster family bound to the data; it must draw explicit parameters.
+    alpha : float
+        Initial (or fixed) DP concentration.
+    n_split_merge : int
+        Split or merge proposals per sweep (>= 1: they are the only source of new
+        clusters).
+    alpha_prior : tuple (shape, rate) or None
+        Gamma prior of alpha, resampled each sweep; None keeps alpha fixed.
+    init_clusters : int
+        Number of clusters of the random initial clustering.
+    bit_generator : numpy.random.BitGenerator
+        This chain's own random stream; the rows' Philox key is drawn from it.
+    sequential_init : bool, default=False
+        Start from sequential prediction instead of a random clustering.
+    n_launch : int, default=2
+        Restricted scans of each proposal's launch.
+    """
+
+    cdef uint64_t key[2]
+    cdef intp_t P                    # doubles per parameter block
+    cdef intp_t n_proposals, n_launch
+    cdef double* params              # (capacity, P)
+    cdef double* log_pi              # (capacity,) unnormalised log weights
+    cdef double* anchor_priority     # (capacity,)
+    cdef intp_t* anchor_row          # (capacity,)
+    cdef intp_t* new_labels          # (N,)
+    cdef double* scratch             # per thread: (capacity + 1) weights, 4 draws, work
+    cdef intp_t scratch_size
+    # launch
+    cdef intp_t* launch_rows         # (N,) S less i and j
+    cdef double* launch_log_q        # (N,) log-probability of each row's final side
+    cdef double* side_params         # (2, P) theta_A, theta_B
+    cdef intp_t* side_members        # (N,) the members of one side, for rebuilds
+    cdef char* proposed              # (N,) the launch's allocation, 1 for i's side
+
+    def __init__(self, Family family, double alpha, intp_t n_split_merge, alpha_prior,
+                 intp_t init_clusters, bit_generator, bint sequential_init=False,
+                 intp_t n_launch=2):
+        if family.c.param_width <= 0:
+            raise ValueError(
+                f"{type(family).__name__} has no explicit parameters: the sub-cluster "
+                "sampler cannot run on it.")
+        if n_split_merge < 1:
+            raise ValueError(
+                "the sub-cluster sampler needs n_split_merge >= 1: its split moves are "
+                f"its only source of new clusters (got {n_split_merge}).")
+        if n_launch < 1:
+            raise ValueError(f"n_launch must be >= 1, got {n_launch}")
+        self.P = family.c.param_width
+        super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
+                         bit_generator, None, 1e-32, 0, sequential_init)
+        self.n_proposals = n_split_merge
+        self.n_launch = n_launch
+        keys = np.random.Generator(self.bit_generator).integers(
+            0, 2**64, size=2, dtype=np.uint64, endpoint=False)
+        self.key[0] = keys[0]
+        self.key[1] = keys[1]
+        n = max(self.N, 1)
+        self.new_labels = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
+        self.launch_rows = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
+        self.launch_log_q = <double*> grow_array(NULL, n * sizeof(double))
+        self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
+        self.proposed = <char*> grow_array(NULL, n * sizeof(char))
+        self.side_params = <double*> grow_array(NULL, 2 * self.P * sizeof(double))
+
+    def __dealloc__(self):
+        free(self.params); free(self.log_pi)
+        free(self.anchor_priority); free(self.anchor_row)
+        free(self.new_labels); free(self.scratch)
+        free(self.launch_rows); free(self.launch_log_q)
+        free(self.side_params); free(self.side_members); free(self.proposed)
+
+    cdef int _grow(self, intp_t capacity) except -1 nogil:
+        """The base's slot arrays, and the per-slot parameters and anchors."""
+        if capacity <= self.slots.capacity:
+            return 0
+        self.params = <double*> grow_array(self.params, capacity * self.P * sizeof(double))
+        self.log_pi = <double*> grow_array(self.log_pi, capacity * sizeof(double))
+        self.anchor_priority = <double*> grow_array(
+            self.anchor_priority, capacity * sizeof(double))
+        self.anchor_row = <intp_t*> grow_array(self.anchor_row, capacity * sizeof(intp_t))
+        CollapsedChain._grow(self, capacity)
+        return 0
+
+    cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
+        """Per-thread scratch for the parallel loops, grown to the slots and threads."""
+        cdef intp_t size = n_threads * self._scratch_stride()
+        if size > self.scratch_size:
+            self.scratch = <double*> grow_array(self.scratch, size * sizeof(double))
+            self.scratch_size = size
+        return self.scratch
+
+    cdef inline intp_t _scratch_stride(self) noexcept nogil:
+        # weights (capacity + 1), four draws, the family's work; rounded up to
+        # 8 doubles (64 bytes) so that threads do not share cache lines
+        cdef intp_t size = self.slots.capacity + 1 + 4 + self.f.work_width
+        return (size + 7) // 8 * 8
+
+    # -- the sweep -----------------------------------------------------------------
+
+    cdef int _draw_parameters(self) except -1 nogil:
+        """theta_k | points and pi_k ~ Gamma(n_k, 1), for every cluster (step 1)."""
+        cdef intp_t a, c
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
+            if self.f.draw_params(self.f.segments.context, self._state(c), self.rng,
+                                  self.params + c * self.P) < 0:
+                self._fail()
+            self.log_pi[c] = log_gamma_variate(self.rng, self._state(c)[STATE_COUNT])
+        return 0
+
+    cdef int _label_step(self, uint64_t sweep) except -1 nogil:
+        """Every row's label given the parameters, in parallel (step 2)."""
+        cdef intp_t i, a, c, c_old, tid
+        cdef intp_t N = self.N, P = self.P, n_active = self.slots.n_active
+        cdef intp_t n_threads = max(1, min(max_threads(), N))
+        cdef intp_t stride = self._scratch_stride(), capacity = self.slots.capacity
+        cdef double* scratch = self._thread_scratch(n_threads)
+        cdef double* weights
+        cdef double* draws
+        cdef const intp_t* active = self.slots.active
+        cdef intp_t* labels = &self.labels[0]
+        cdef intp_t* new_labels = self.new_labels
+        cdef const double* params = self.params
+        cdef const double* log_pi = self.log_pi
+        cdef const double* anchor_priority = self.anchor_priority
+        cdef const intp_t* anchor_row = self.anchor_row
+        cdef const uint64_t* key = self.key
+        cdef family_log_likelihood_t log_likelihood = self.f.log_likelihood
+        cdef void* context = self.f.segments.context
+        find_anchors(key, sweep, labels, N, capacity,
+                     self.anchor_priority, self.anchor_row)
+        for i in prange(N, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            weights = scratch + tid * stride
+            draws = weights + capacity + 1
+            c_old = labels[i]
+            if anchor_row[c_old] == i:
+                new_labels[i] = c_old
+                continue
+            row_draws(key, i, sweep, PURPOSE_LABEL, draws)
+            for a in range(n_active):
+                c = active[a]
+                if precedes(anchor_priority[c], anchor_row[c], draws[0], i):
+                    weights[a] = log_pi[c] + log_likelihood(
+                        context, params + c * P, i, draws + 4)
+                else:
+                    weights[a] = -INFINITY
+            new_labels[i] = active[draw_index(weights, n_active, draws[1])]
+        memcpy(labels, new_labels, N * sizeof(intp_t))
+        return 0
+
+    cdef int _sweep(self) except -1 nogil:
+        cdef intp_t t
+        cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
+        self._draw_parameters()
+        self._label_step(sweep)
+        self._rebuild_all()            # also groups the members by slot
+        for t in range(self.n_proposals):
+            if self._propose(sweep, t):
+                self._group_members()  # an accepted move changed the labels
+        if self.sample_alpha:
+            self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
+                                      self.alpha_shape, self.alpha_rate)
+        self.n_sweeps_done += 1
+        return 0
+
+    # -- split and merge ---------------------------------------------------------------
+
+    cdef inline intp_t _size(self, intp_t c) noexcept nogil:
+        return self.slots.member_start[c + 1] - self.slots.member_start[c]
+
+    cdef inline intp_t _member(self, intp_t c, intp_t r) noexcept nogil:
+        return self.members[self.slots.member_start[c] + r]
+
+    cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
+        """One split or merge proposal (module docstring); True if accepted.
+
+        ``members`` must hold the points of each slot (``_group_members``).
+        """
+        cdef intp_t K = self.slots.n_active, c, c_a, c_b, i, j, r, k, m = 0, n_c
+        cdef intp_t n_a, n_b, c_new
+        cdef bint split = uniform(self.rng) < 0.5
+        cdef double log_q, log_ratio, log_select
+        if split:
+            c = self.slots.active[uniform_index(self.rng, K)]
+            n_c = self._size(c)
+            if n_c < 2:
+                return False
+            r = uniform_index(self.rng, n_c)
+            k = uniform_index(self.rng, n_c - 1)
+            i = self._member(c, r)
+            j = self._member(c, k + (k >= r))
+            c_a = c_b = c
+        else:
+            if K < 2:
+                return False
+            r = uniform_index(self.rng, K)
+            k = uniform_index(self.rng, K - 1)
+            c_a = self.slots.active[r]
+            c_b = self.slots.active[k + (k >= r)]
+            i = self._member(c_a, uniform_index(self.rng, self._size(c_a)))
+            j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
+            n_c = self._size(c_a) + self._size(c_b)
+        # S less i and j; side[r] = 1 for i's side (the current clusters, for a merge)
+        for k in range(self.slots.member_start[c_a], self.slots.member_start[c_a + 1]):
+            r = self.members[k]
+            if r != i and r != j:
+                self.launch_rows[m] = r
+                self.side[r] = 1
+                m += 1
+        if not split:
+            for k in range(self.slots.member_start[c_b], self.slots.member_start[c_b + 1]):
+                r = self.members[k]
+                if r != j:
+                    self.launch_rows[m] = r
+                    self.side[r] = 0
+                    m += 1
+        log_q = self._launch(sweep, t, i, j, m, split)
+
+        # the sides' states (state_a, state_b from the launch's final allocation)
+        n_a = self._side_state(self.state_a, i, m, self.side, 1)
+        n_b = self._side_state(self.state_b, j, m, self.side, 0)
+        log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
+                     - lgamma(<double> n_c)
+                     + family_log_marginal(&self.f, self.state_a)
+                     + family_log_marginal(&self.f, self.state_b))
+        if split:
+            self.n_split += 1
+            # select the merge back / select this split: K -> K + 1 clusters
+            log_select = (-log(<double> (K + 1) * K) - log(<double> n_a * n_b)
+                          + log(<double> K) + log(<double> n_c * (n_c - 1)))
+            log_ratio += (log_select - log_q
+                          - family_log_marginal(&self.f, self._state(c_a)))
+            if log(uniform(self.rng)) >= log_ratio:
+                return False
+            self.n_split_accepted += 1
+            c_new = self._open_slot()
+            memcpy(self._state(c_a), self.state_a, self.W * sizeof(double))
+            memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
+            self.labels[j] = c_new
+            for k in range(m):
+                r = self.launch_rows[k]
+                if not self.side[r]:
+                    self.labels[r] = c_new
+            return True
+        self.n_merge += 1
+        # the merged cluster's state, from S
+        self.side_members[0] = i
+        self.side_members[1] = j
+        memcpy(self.side_members + 2, self.launch_rows, m * sizeof(intp_t))
+        if family_rebuild(&self.f, self.state_m, self.side_members, m + 2) < 0:
+            self._fail()
+        # select the split back (K - 1 clusters) / select this merge (K clusters)
+        log_select = (-log(<double> (K - 1)) - log(<double> n_c * (n_c - 1))
+                      + log(<double> K * (K - 1)) + log(<double> n_a * n_b))
+        log_ratio = family_log_marginal(&self.f, self.state_m) - log_ratio + log_q + log_select
+        if log(uniform(self.rng)) >= log_ratio:
+            return False
+        self.n_merge_accepted += 1
+        memcpy(self._state(c_a), self.state_m, self.W * sizeof(double))
+        self.labels[j] = c_a
+        for k in range(m):
+            self.labels[self.launch_rows[k]] = c_a
+        self._close_slot(c_b)
+        return True
+
+    cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
+                            const char* sides, char value) except -1 nogil:
+        """``state`` <- the statistics of ``anchor`` and the launch rows whose
+        ``sides`` entry is ``value``; returns their number."""
+        cdef intp_t k, r, n = 1
+        self.side_members[0] = anchor
+        for k in range(m):
+            r = self.launch_rows[k]
+            if sides[r] == value:
+                self.side_members[n] = r
+                n += 1
+        if family_rebuild(&self.f, state, self.side_members, n) < 0:
+            self._fail()
+        return n
+
+    cdef double _launch(self, uint64_t sweep, intp_t t, intp_t i, intp_t j, intp_t m,
+                        bint split) except? -1.0 nogil:
+        """Fit two sub-clusters to S from (i, j); return log q of the final allocation.
+
+        On entry ``side`` holds the current clusters' sides (1 for i's; a merge
+        reads them), and on exit the proposed allocation (a split) or still the
+        current one (a merge), whose log-probability under the last scan is
+        returned. Everything random here is a function of (i, j, S) and fresh
+        draws, the same for a split and a merge.
+        """
+        cdef intp_t k, r, s, tid, P = self.P
+        cdef intp_t n_threads = (max(1, min(max_threads(), m))
+                                 if m >= PARALLEL_LAUNCH_ROWS else 1)
+        cdef intp_t stride = self._scratch_stride()
+        cdef double* scratch = self._thread_scratch(n_threads)
+        cdef double* draws
+        cdef double la, lb, log_a, log_b, log_n_a, log_n_b, log_q = 0.0
+        cdef const char* side = self.side
+        cdef char* proposed = self.proposed
+        cdef const intp_t* rows = self.launch_rows
+        cdef double* log_q_rows = self.launch_log_q
+        cdef const double* theta_a = self.side_params
+        cdef const double* theta_b = self.side_params + P
+        cdef const uint64_t* key = self.key
+        cdef family_log_likelihood_t log_likelihood = self.f.log_likelihood
+        cdef void* context = self.f.segments.context
+        cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
+        cdef bint evaluate
+        # the launch's own allocation starts from fair coins, whatever the state
+        for k in prange(m, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            draws = scratch + tid * stride
+            r = rows[k]
+            row_draws(key, r, sweep, purpose, draws)
+            proposed[r] = draws[0] < 0.5
+        for s in range(1, self.n_launch + 1):
+            # the sides' parameters given the launch's allocation so far
+            log_n_a = log(<double> self._side_state(self.state_a, i, m, proposed, 1))
+            log_n_b = log(<double> self._side_state(self.state_b, j, m, proposed, 0))
+            if (self.f.draw_params(context, self.state_a, self.rng, self.side_params) < 0
+                    or self.f.draw_params(context, self.state_b, self.rng,
+                                          self.side_params + P) < 0):
+                self._fail()
+            # the last scan of a merge evaluates the current sides instead of drawing
+            evaluate = s == self.n_launch and not split
+            for k in prange(m, schedule="static", num_threads=n_threads):
+                tid = threadid()
+                draws = scratch + tid * stride
+                r = rows[k]
+                row_draws(key, r, sweep, purpose + s, draws)
+                la = log_n_a + log_likelihood(context, theta_a, r, draws + 4)
+                lb = log_n_b + log_likelihood(context, theta_b, r, draws + 4)
+                log_pair(la, lb, &log_a, &log_b)
+                if not evaluate:
+                    proposed[r] = log(draws[0]) < log_a
+                if (side[r] if evaluate else proposed[r]):
+                    log_q_rows[k] = log_a
+                else:
+                    log_q_rows[k] = log_b
+        for k in range(m):
+            log_q += log_q_rows[k]
+            if split:
+                self.side[rows[k]] = proposed[rows[k]]
+        return log_q
+
+    # -- Python interface ------------------------------------------------------------
+
+    @property
+    def in_burn_in(self):
+        return False
+
+    @property
+    def threads(self):
+        """The number of OpenMP threads the next sweep's parallel loops may use."""
+        return max_threads()
