@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 try:  # an optional progress bar for verbose=1
     from tqdm.auto import tqdm
@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching in the tes
 from ._consensus import vi_consensus
 from ._diagnostics import warn_if_chains_disagree
 from ._rng import spawn_bit_generators
+from ._subcluster_chain import openmp_threads
 
 
 @dataclass
@@ -121,6 +122,11 @@ def run_chains(
     else:
         starts = [partial(_same, chain) for chain in chains]
     progress = _Progress(n_iter, n_chains, verbose)
+    # A chain with parallel loops (``thread_cap``) shares the cores with the
+    # chains beside it: n_jobs chains at once on OpenMP's threads would
+    # oversubscribe the cores, which busy-waiting threads make far slower than
+    # running them in turn.
+    thread_cap = max(1, openmp_threads() // max(1, min(effective_n_jobs(n_jobs), n_chains)))
     try:
         # Threads by default: the sweeps release the GIL and the chains share the
         # data; joblib.parallel_config(backend=...) overrides the preference,
@@ -141,6 +147,7 @@ def run_chains(
                 progress,
                 extra_traces,
                 keep_chains,
+                thread_cap,
             )
             for index, start in enumerate(starts)
         )
@@ -214,8 +221,12 @@ def _same(chain):
     return chain
 
 
-def _run_chain(start, n_iter, burn_in, thin, sweeps_done, index, progress, extra, keep):
+def _run_chain(
+    start, n_iter, burn_in, thin, sweeps_done, index, progress, extra, keep, thread_cap
+):
     chain = start()
+    if hasattr(chain, "thread_cap"):
+        chain.thread_cap = thread_cap
     trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
     for name in ("log_joint", *extra):
         trace[name] = np.empty(n_iter, dtype=np.float64)

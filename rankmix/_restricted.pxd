@@ -39,7 +39,7 @@ Every draw of a row comes from Philox keyed by the chain's key and counted by
 computes them.
 """
 
-from libc.math cimport exp
+from libc.math cimport exp, log1p
 from libc.stdint cimport uint64_t
 
 from ._counter_rng cimport philox_uniforms
@@ -110,3 +110,14 @@ cdef inline intp_t draw_index(double* log_weights, intp_t n, double u) noexcept 
         if u < 0.0 and log_weights[k] > 0.0:
             return k
     return last
+
+
+cdef inline double log_share(double la, double lb) noexcept nogil:
+    """log(e^la / (e^la + e^lb)), without overflow.
+
+    ``log_pair`` (``_rng.pxd``) returns both shares through pointers, which a
+    ``prange`` body cannot take of its private variables; this returns one.
+    """
+    if lb > la:
+        return -(lb - la) - log1p(exp(la - lb))
+    return -log1p(exp(lb - la))

@@ -37,12 +37,12 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   and an ordered pair (i, j) of its points; a merge-type proposal picks an ordered
   pair of clusters (A, B) and i in A, j in B uniformly. S is the union of the
   clusters concerned;
-* the launch: the points of S other than i and j are put with i or j by fair
-  coins, then ``n_launch`` restricted scans each draw the two sides' parameters
-  theta_A, theta_B given their points and re-allocate every point of S \\ {i, j}
-  independently (in parallel) with probability proportional to
-  n_A f(x | theta_A) or n_B f(x | theta_B). The launch depends only on (i, j, S)
-  and fresh random numbers, so it is the same in both directions of the move;
+* the launch: ``n_launch`` restricted scans each draw the two sides'
+  parameters theta_A, theta_B given their points (i and j alone in the first
+  scan) and re-allocate every point of S \\ {i, j} independently (in parallel)
+  with probability proportional to n_A f(x | theta_A) or n_B f(x | theta_B): a
+  stochastic 2-means seeded at i and j. The launch depends only on (i, j, S) and
+  fresh random numbers, so it is the same in both directions of the move;
 * the last scan's allocation is the proposal: a split draws it, with probability
   q(A, B) = the product of the chosen sides' probabilities; a merge computes the
   q(A, B) of the current pair of clusters;
@@ -73,9 +73,10 @@ from ._family cimport (
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
 from ._restricted cimport (
-    PURPOSE_LABEL, PURPOSE_LAUNCH, draw_index, find_anchors, precedes, row_draws,
+    PURPOSE_LABEL, PURPOSE_LAUNCH, draw_index, find_anchors, log_share, precedes,
+    row_draws,
 )
-from ._rng cimport log_gamma_variate, log_pair, uniform, uniform_index
+from ._rng cimport log_gamma_variate, uniform, uniform_index
 from ._slots cimport grow_array
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
@@ -107,6 +108,7 @@ cdef class SubclusterChain(CollapsedChain):
         Restricted scans of each proposal's launch.
     """
 
+    cdef public intp_t thread_cap    # at most this many threads (0: no cap)
     cdef uint64_t key[2]
     cdef intp_t P                    # doubles per parameter block
     cdef intp_t n_proposals, n_launch
@@ -173,6 +175,15 @@ cdef class SubclusterChain(CollapsedChain):
         CollapsedChain._grow(self, capacity)
         return 0
 
+    cdef intp_t _n_threads(self, intp_t n_rows) noexcept nogil:
+        """Threads for a loop over ``n_rows`` rows: OpenMP's limit (threadpoolctl,
+        OMP_NUM_THREADS), the engine's cap when chains run side by side, and no
+        more than the rows."""
+        cdef intp_t n = max_threads()
+        if self.thread_cap > 0 and self.thread_cap < n:
+            n = self.thread_cap
+        return max(1, min(n, n_rows))
+
     cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
         """Per-thread scratch for the parallel loops, grown to the slots and threads."""
         cdef intp_t size = n_threads * self._scratch_stride()
@@ -204,7 +215,7 @@ cdef class SubclusterChain(CollapsedChain):
         """Every row's label given the parameters, in parallel (step 2)."""
         cdef intp_t i, a, c, c_old, tid
         cdef intp_t N = self.N, P = self.P, n_active = self.slots.n_active
-        cdef intp_t n_threads = max(1, min(max_threads(), N))
+        cdef intp_t n_threads = self._n_threads(N)
         cdef intp_t stride = self._scratch_stride(), capacity = self.slots.capacity
         cdef double* scratch = self._thread_scratch(n_threads)
         cdef double* weights
@@ -382,8 +393,7 @@ cdef class SubclusterChain(CollapsedChain):
         draws, the same for a split and a merge.
         """
         cdef intp_t k, r, s, tid, P = self.P
-        cdef intp_t n_threads = (max(1, min(max_threads(), m))
-                                 if m >= PARALLEL_LAUNCH_ROWS else 1)
+        cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
         cdef intp_t stride = self._scratch_stride()
         cdef double* scratch = self._thread_scratch(n_threads)
         cdef double* draws
@@ -399,13 +409,9 @@ cdef class SubclusterChain(CollapsedChain):
         cdef void* context = self.f.segments.context
         cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
         cdef bint evaluate
-        # the launch's own allocation starts from fair coins, whatever the state
-        for k in prange(m, schedule="static", num_threads=n_threads):
-            tid = threadid()
-            draws = scratch + tid * stride
-            r = rows[k]
-            row_draws(key, r, sweep, purpose, draws)
-            proposed[r] = draws[0] < 0.5
+        # the first scan's sides are i and j alone (2: on neither side)
+        for k in range(m):
+            proposed[rows[k]] = 2
         for s in range(1, self.n_launch + 1):
             # the sides' parameters given the launch's allocation so far
             log_n_a = log(<double> self._side_state(self.state_a, i, m, proposed, 1))
@@ -423,7 +429,8 @@ cdef class SubclusterChain(CollapsedChain):
                 row_draws(key, r, sweep, purpose + s, draws)
                 la = log_n_a + log_likelihood(context, theta_a, r, draws + 4)
                 lb = log_n_b + log_likelihood(context, theta_b, r, draws + 4)
-                log_pair(la, lb, &log_a, &log_b)
+                log_a = log_share(la, lb)
+                log_b = log_share(lb, la)
                 if not evaluate:
                     proposed[r] = log(draws[0]) < log_a
                 if (side[r] if evaluate else proposed[r]):
@@ -444,5 +451,10 @@ cdef class SubclusterChain(CollapsedChain):
 
     @property
     def threads(self):
-        """The number of OpenMP threads the next sweep's parallel loops may use."""
-        return max_threads()
+        """The number of threads the next sweep's label step may use."""
+        return self._n_threads(self.N)
+
+
+def openmp_threads():
+    """OpenMP's current thread limit (1 in a build without OpenMP)."""
+    return max_threads()

@@ -1,0 +1,166 @@
+"""The sub-cluster sampler's pieces: Philox, explicit parameters, thread invariance.
+
+Its exactness against the enumerated posterior is tested with every other sampler,
+model by model (``test_gaussian.py``, ``test_gaussian_families.py``,
+``test_multinomial.py``).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from rankmix import DPGaussianClustering, DPMultinomialClustering
+from rankmix._family import Family
+from rankmix._gaussian_kernels import NIWModel
+from rankmix._isotropic_kernels import IsotropicModel
+from rankmix._multinomial_kernels import DirichletMultinomial
+from rankmix._rng import _philox_wrapper
+from rankmix._subcluster_chain import SubclusterChain, openmp_threads
+
+
+def test_philox_is_numpys():
+    # the rows' generator is NumPy's Philox4x64-10: NumPy adds 1 to the counter
+    # before its first block
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        counter = rng.integers(0, 2**64 - 1, size=4, dtype=np.uint64)
+        key = rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
+        expected = np.random.Philox(counter=counter, key=key).random_raw(4)
+        counter[0] += np.uint64(1)
+        assert_array_equal(_philox_wrapper(counter, key), expected)
+
+
+def _families():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3)) + np.array([1.0, -2.0, 0.5])
+    S = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.5]])
+    counts = sparse.csr_matrix(rng.poisson(1.0, size=(12, 6)))
+    return {
+        "full": NIWModel(np.zeros(3), 0.5, 5.0, S, True, 20).family(X),
+        "diag": NIWModel(np.zeros(3), 0.5, 3.0, np.diag(S), False, 20).family(X),
+        "spherical": IsotropicModel(np.zeros(3), 0.5, 3.0, 1.3, False, 20).family(X),
+        "fixed": IsotropicModel(np.zeros(3), 0.5, 3.0, S, True, 20).family(X),
+        "multinomial": DirichletMultinomial(
+            np.full(6, 0.7), counts.sum(0).A1.max() + 5, counts.sum() + 5
+        ).family(counts),
+    }
+
+
+FAMILIES = _families()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("members", [[0, 1, 2], list(range(3, 12))])
+def test_explicit_parameters_average_to_the_predictive(name, members):
+    # theta ~ p(theta | points) and f(x | theta): E f(x | theta) = p(x | points),
+    # the family's collapsed predictive; 40,000 draws estimate it to ~1%
+    family = FAMILIES[name]
+    log_f, log_predictive = family._explicit_check(
+        members, np.random.PCG64(1), 40000, [0, 5, 11]
+    )
+    estimate = logsumexp(log_f, axis=0) - np.log(len(log_f))
+    assert_allclose(estimate, log_predictive, atol=0.03)
+    # and the check can fail: the predictive of other points is another value
+    _, other = family._explicit_check([0], np.random.PCG64(1), 1, [0, 5, 11])
+    assert np.abs(estimate - other).max() > 0.1
+
+
+def test_a_family_without_explicit_parameters_is_refused():
+    with pytest.raises(ValueError, match="no explicit parameters"):
+        SubclusterChain(Family(), 1.0, 1, None, 1, np.random.PCG64(0))
+    family = FAMILIES["full"]
+    with pytest.raises(ValueError, match="n_split_merge >= 1"):
+        SubclusterChain(family, 1.0, 0, None, 1, np.random.PCG64(0))
+
+
+def _blobs(n, d, k, seed=0):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 4.0, size=(k, d))
+    y = rng.integers(k, size=n)
+    return means[y] + rng.standard_normal((n, d)), y
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+def test_draws_do_not_depend_on_the_number_of_threads(covariance_type):
+    # 5,000 rows: the label step splits them between the threads, and a launch
+    # of 2,048 rows or more runs in parallel too
+    X, _ = _blobs(5000, 3, 3)
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            model = DPGaussianClustering(
+                sampler="subcluster",
+                covariance_type=covariance_type,
+                n_iter=12,
+                burn_in=2,
+                n_chains=1,
+                init="random",
+                init_clusters=1,
+                random_state=3,
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                fits.append(model.fit(X))
+    assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
+    assert_array_equal(fits[0].trace_["log_joint"], fits[1].trace_["log_joint"])
+    # it did split (from one cluster) and merge proposals were made
+    assert fits[0].trace_["n_clusters"][0, -1] >= 3
+
+
+def test_multinomial_draws_do_not_depend_on_the_number_of_threads():
+    rng = np.random.default_rng(0)
+    profiles = rng.dirichlet(np.full(30, 0.3), size=3)
+    y = rng.integers(3, size=3000)
+    X = sparse.csr_matrix(
+        np.array([rng.multinomial(40, profiles[k]) for k in y]), dtype=np.int64
+    )
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                fits.append(
+                    DPMultinomialClustering(
+                        sampler="subcluster", n_iter=8, burn_in=2, n_chains=1,
+                        random_state=0,
+                    ).fit(X)
+                )
+    assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
+
+
+def test_chains_side_by_side_share_the_cores():
+    # n_jobs chains at once get the cores between them (a cap per chain), and
+    # the draws are the same as chains run in turn
+    X, _ = _blobs(400, 2, 3)
+    params = dict(sampler="subcluster", n_iter=6, burn_in=1, n_chains=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        apart = DPGaussianClustering(n_jobs=1, **params).fit(X)
+        together = DPGaussianClustering(n_jobs=2, **params).fit(X)
+    assert_array_equal(apart.label_samples_, together.label_samples_)
+    assert openmp_threads() >= 1
+
+
+def test_subcluster_finds_separated_clusters_from_one():
+    X, y = _blobs(3000, 4, 6, seed=1)
+    from sklearn.metrics import adjusted_rand_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPGaussianClustering(
+            sampler="subcluster", init="random", init_clusters=1, n_iter=40,
+            burn_in=20, n_chains=1, random_state=0,
+        ).fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.99
+
+
+def test_subcluster_needs_split_merge_proposals():
+    X, _ = _blobs(50, 2, 2)
+    with pytest.raises(ValueError, match="n_split_merge"):
+        DPGaussianClustering(sampler="subcluster", n_split_merge=0).fit(X)
