@@ -93,12 +93,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     n_split_merge : int, default=0
         Split-merge proposals per sweep, after the parameter updates; 0 turns
         them off (not allowed with ``sampler="subcluster"``, whose clusters
-        only split-merge creates). Each is an exact Metropolis-Hastings step for the clustering
-        and the clusters' (sigma, theta) (see Notes), which moves many rankings
-        at once: it joins the halves of a split cluster that single-site Gibbs
-        merges only slowly. Each proposal costs about a fifth of a default sweep
-        on 5,000 rankings of 20 items (2 ms at t = 10, 3 ms at t = 19), so it is
-        off by default; 1 to 3 pay off where Gibbs leaves split clusters behind.
+        only split-merge creates). Each is an exact Metropolis-Hastings step
+        for the clustering and the clusters' (sigma, theta) (see Notes), which
+        moves many rankings at once: it joins the halves of a split cluster
+        that single-site Gibbs merges only slowly. Each proposal costs about a
+        fifth of a default sweep on 5,000 rankings of 20 items (2 ms at t = 10,
+        3 ms at t = 19), so it is off by default; 1 to 3 pay off where Gibbs
+        leaves split clusters behind.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
