@@ -73,6 +73,11 @@ cdef enum:
 # paper's data sets; each costs two parameter proposals and |S| two-way choices.
 cdef intp_t N_LAUNCH_SCANS = 2
 
+# The parallel label step gives each OpenMP thread at least this many rows: on
+# fewer, starting and joining the threads costs more than the rows (a busy core
+# makes each join wait for a time slice). The draws do not depend on it.
+cdef intp_t MIN_ROWS_PER_THREAD = 128
+
 
 cdef inline double gm_log_density(
     const intp_t* x, intp_t t, const intp_t* pos, const double* th, const double* norm,
@@ -712,15 +717,16 @@ cdef class MallowsChain:
         other row i draws its cluster from pi_c GM(pi_i | sigma_c, theta_c) over
         the active clusters whose anchor precedes it (its own always does), by its
         own Philox uniform. The rows are independent given (pi, sigma, theta), so
-        they are drawn in a ``prange``, each thread with its own scratch; a row's
-        draw depends on its index alone, never on the thread. No cluster empties
+        they are drawn in a ``prange``, each thread with its own scratch (at most
+        ``max_threads()`` threads, each with at least MIN_ROWS_PER_THREAD rows);
+        a row's draw depends on its index alone, never on the thread. No cluster empties
         (its anchor stays) and none is created, so the slots stay as they are and
         only the sizes are recounted.
         """
         cdef intp_t a, c, i, k, tid
         cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
         cdef intp_t n = self.n, capacity = self.slots.capacity
-        cdef int n_threads = max(1, max_threads())
+        cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
         cdef uint64_t sweep = self.sweep_count
         cdef size_t stride = 4 + (K + 1) + T   # doubles per thread
         cdef double* scratch

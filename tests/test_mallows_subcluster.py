@@ -68,9 +68,11 @@ def test_subcluster_matches_exact_posterior(alpha_prior, exact_posterior):
 
 def test_draws_do_not_depend_on_the_number_of_threads():
     # each row's draws come from Philox (key, row, sweep): 1, 2 or 3 OpenMP
-    # threads (3 splits the rows unevenly) give the same chains
+    # threads (3 splits the rows unevenly) give the same chains; 401 rows, so
+    # that each of 3 threads gets its 128 rows or more
     X, _, _ = make_mallows_mixture(
-        n_clusters=3, n_per_cluster=70, n_items=8, t=4, theta=1.0, random_state=0
+        n_clusters=3, n_per_cluster=[134, 134, 133], n_items=8, t=4, theta=1.0,
+        random_state=0,
     )
     fits = []
     for n_threads in (1, 2, 3):
