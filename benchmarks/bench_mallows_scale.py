@@ -30,10 +30,19 @@ inherits the parent's high-water mark into its ``ru_maxrss``.
 Targets: <= 1.0 s per Beta-Gibbs iteration on one core, <= 2 GiB peak memory;
 500 iterations (the paper's run length) within 10 minutes.
 
+``--subcluster-threads 1 2`` adds a section for ``sampler="subcluster"`` (its
+label step runs on OpenMP threads, with ``n_split_merge=1``): the seconds per
+sweep with each number of threads, set by ``threadpoolctl.threadpool_limits(n,
+user_api="openmp")`` in the child process, as the median over ``--repeats``
+runs (use 3) of each run's median timed sweep. Each run starts the same chain
+(the same seed): its draws do not depend on the number of threads, so the runs
+differ in time only.
+
 Usage::
 
     python benchmarks/bench_mallows_scale.py [--quick] [--n-iter 20] [--n-warmup 5]
         [--repeats 1] [--samplers beta-gibbs slice-gibbs] [--seed 0]
+        [--subcluster-threads 1 2]
 """
 
 # Authors: The rankmix developers
@@ -139,9 +148,11 @@ def generate(args):
 
 
 def one_config(args):
+    import contextlib
     import warnings
 
     import numpy as np
+    from threadpoolctl import threadpool_limits
 
     from rankmix import DPMallowsClustering
     from rankmix.metrics import variation_of_information
@@ -159,6 +170,7 @@ def one_config(args):
         sampler=args.one_config,
         sigma_update="mh",
         init_clusters=args.init_clusters,
+        n_split_merge=1 if args.one_config == "subcluster" else 0,
         n_chains=1,
         n_jobs=1,
     )
@@ -170,16 +182,23 @@ def one_config(args):
     construct_seconds = time.perf_counter() - start
 
     warmup, timed, n_clusters = [], [], []
-    for it in range(args.n_warmup + args.n_iter):
-        start = time.perf_counter()
-        chain.sweep()
-        seconds = time.perf_counter() - start
-        (warmup if it < args.n_warmup else timed).append(seconds)
-        n_clusters.append(int(chain.n_clusters))
+    limits = (
+        threadpool_limits(args.threads, user_api="openmp")
+        if args.threads
+        else contextlib.nullcontext()
+    )
+    with limits:
+        for it in range(args.n_warmup + args.n_iter):
+            start = time.perf_counter()
+            chain.sweep()
+            seconds = time.perf_counter() - start
+            (warmup if it < args.n_warmup else timed).append(seconds)
+            n_clusters.append(int(chain.n_clusters))
     labels, _, _, _, sizes = chain.snapshot()
     emit(
         dict(
             sampler=args.one_config,
+            threads=args.threads,
             prepare_seconds=prepare_seconds,
             construct_seconds=construct_seconds,
             warmup=warmup,
@@ -247,7 +266,7 @@ def main():
     )
     parser.add_argument(
         "--samplers",
-        nargs="+",
+        nargs="*",
         default=["beta-gibbs", "slice-gibbs"],
         choices=["beta-gibbs", "slice-gibbs"],
     )
@@ -272,11 +291,24 @@ def main():
         "sampler; their timed sweeps are pooled",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--subcluster-threads",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="also time sampler='subcluster' (n_split_merge=1) with each of "
+        "these numbers of OpenMP threads (threadpoolctl), the median over "
+        "--repeats runs of the same chain",
+    )
     # internal: the child processes
     parser.add_argument("--generate", metavar="FILE.npz", help=argparse.SUPPRESS)
     parser.add_argument(
-        "--one-config", choices=["beta-gibbs", "slice-gibbs"], help=argparse.SUPPRESS
+        "--one-config",
+        choices=["beta-gibbs", "slice-gibbs", "subcluster"],
+        help=argparse.SUPPRESS,
     )
+    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--data", metavar="FILE.npz", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.n_rankings is None:
@@ -291,7 +323,14 @@ def main():
     if args.one_config:
         return one_config(args)
 
-    print_machine("one core, one chain per run")
+    print_machine(
+        "one core, one chain per run"
+        + (
+            "; subcluster: OpenMP threads as listed"
+            if args.subcluster_threads
+            else ""
+        )
+    )
     mean_length = sum((k + 1) * p for k, p in enumerate(LENGTH_PROBS))
     print(
         f"Synthetic college-applications shape: N = {args.n_rankings:,} rankings, "
@@ -346,6 +385,24 @@ def main():
                         ]
                     )
                 )
+        subcluster_runs = {}
+        for n_threads in args.subcluster_threads:
+            for rep in range(args.repeats):
+                subcluster_runs.setdefault(n_threads, []).append(
+                    run_child(
+                        [
+                            "--one-config",
+                            "subcluster",
+                            "--threads",
+                            str(n_threads),
+                            "--data",
+                            path,
+                            "--seed",
+                            str(args.seed + 1),
+                            *common,
+                        ]
+                    )
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -380,6 +437,29 @@ def main():
         hwm = [r["vm_hwm_kib"] for r in results if r["vm_hwm_kib"] is not None]
         if hwm and abs(max(hwm) / 1024 - peak_mib) > 1:
             print(f"{'':<12} (VmHWM {max(hwm) / 1024:.0f} MiB)")
+    if subcluster_runs:
+        print()
+        print(
+            "sampler='subcluster' (n_split_merge=1, sigma_update='mh'), one chain; "
+            f"s/sweep: median over {args.repeats} run(s) of each run's median timed "
+            "sweep"
+        )
+        header = (
+            f"{'threads':>7} {'s/sweep median':>14} {'runs':>26} {'K end':>6} "
+            f"{'speed-up':>8}"
+        )
+        print(header)
+        print("-" * len(header))
+        first = None
+        for n_threads, results in subcluster_runs.items():
+            per_run = [median(r["timed"]) for r in results]
+            per_sweep = median(per_run)
+            first = per_sweep if first is None else first
+            runs_text = ", ".join(f"{s:.3f}" for s in per_run)
+            print(
+                f"{n_threads:>7} {per_sweep:14.3f} {runs_text:>26} "
+                f"{results[0]['n_clusters'][-1]:>6} {first / per_sweep:8.2f}"
+            )
     print()
     print(
         "setup: _prepare (prior normalisers) + chain construction (random initial "

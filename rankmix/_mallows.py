@@ -33,7 +33,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     Each cluster is a generalized Mallows model GM(sigma, theta) over top-t
     rankings (a central ranking and one dispersion per rank); a Dirichlet process
     prior lets the data choose the number of clusters. The posterior is sampled by
-    the Slice-Gibbs or Beta-Gibbs samplers of Meila & Chen (2010).
+    the Slice-Gibbs or Beta-Gibbs samplers of Meila & Chen (2010), or by a
+    parallel sub-cluster sampler (Chang & Fisher 2013, made exact).
 
     Parameters
     ----------
@@ -48,11 +49,21 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         smaller theta, that is more dispersed clusters. Each rate ``nu * r_j``
         must lie in [1e-300, 1e12], the range in which double precision can
         normalise and sample the prior; other values raise a ValueError.
-    sampler : {"beta-gibbs", "slice-gibbs"}, default="beta-gibbs"
+    sampler : {"beta-gibbs", "slice-gibbs", "subcluster"}, default="beta-gibbs"
         "slice-gibbs" (Figure 1 of the paper) samples theta explicitly by slice
         sampling; with ``sigma_update="mh"`` it is an exact MCMC for the model.
         "beta-gibbs" (Figure 5) integrates theta out of the assignment step with
         the paper's Beta approximation: usually faster to mix, approximate by design.
+        "subcluster" keeps Slice-Gibbs's explicit sigma and theta but draws all
+        the labels at once, in parallel, given the clusters' parameters and
+        weights (the restricted step of Chang & Fisher 2013, made exact by
+        anchors, see Notes); new clusters then come from the split-merge moves
+        only, so it requires ``n_split_merge >= 1``. With ``sigma_update="mh"``
+        it is an exact MCMC for the model. The label step runs on all cores
+        through OpenMP, limited by ``OMP_NUM_THREADS`` or
+        ``threadpoolctl.threadpool_limits(user_api="openmp")``; its draws come
+        from a counter-based generator (Philox) keyed by the chain's seed, so
+        the results do not depend on the number of threads.
     sigma_update : {"mh", "stagewise"}, default="mh"
         "mh": the stagewise proposal corrected by a Metropolis-Hastings step, then
         a Metropolis pass of adjacent transpositions; both leave the exact
@@ -81,12 +92,14 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         rate`` must stay below 1e300, the reach of the draws.
     n_split_merge : int, default=0
         Split-merge proposals per sweep, after the parameter updates; 0 turns
-        them off. Each is an exact Metropolis-Hastings step for the clustering
-        and the clusters' (sigma, theta) (see Notes), which moves many rankings
-        at once: it joins the halves of a split cluster that single-site Gibbs
-        merges only slowly. Each proposal costs about a fifth of a default sweep
-        on 5,000 rankings of 20 items (2 ms at t = 10, 3 ms at t = 19), so it is
-        off by default; 1 to 3 pay off where Gibbs leaves split clusters behind.
+        them off (not allowed with ``sampler="subcluster"``, whose clusters
+        only split-merge creates). Each is an exact Metropolis-Hastings step
+        for the clustering and the clusters' (sigma, theta) (see Notes), which
+        moves many rankings at once: it joins the halves of a split cluster
+        that single-site Gibbs merges only slowly. Each proposal costs about a
+        fifth of a default sweep on 5,000 rankings of 20 items (2 ms at t = 10,
+        3 ms at t = 19), so it is off by default; 1 to 3 pay off where Gibbs
+        leaves split clusters behind.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -213,6 +226,23 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     step runs: it preserves that exact posterior, not the Beta approximation
     the other Beta-Gibbs moves target, so there it is a mixing aid only.
 
+    Sub-cluster sampler (``sampler="subcluster"``). Given the clusters'
+    (sigma, theta) and weights pi, the labels are independent, so they can be
+    drawn in parallel; each sweep draws pi_k ~ Gamma(n_k, 1) (only the ratios
+    pi_k / pi_j matter: the Dirichlet(n_1, ..., n_K, alpha) weights given the
+    clustering, unnormalised), then each ranking's cluster with probability
+    proportional to pi_k GM(pi_i | sigma_k, theta_k). Chang & Fisher (2013)'s
+    restricted step may empty a cluster, a move with no reverse, so it does not
+    leave the DP posterior invariant. Here every ranking gets a random priority
+    each sweep; each cluster's ranking of lowest priority (its anchor) keeps its
+    cluster, and another ranking may join a cluster only if its priority exceeds
+    that cluster's anchor's. No cluster empties, the reachable set of clusterings
+    is the same from each of them, and the step is an exact blocked Gibbs step
+    on (clustering, pi); then come the Slice-Gibbs parameter updates, the
+    split-merge moves (which create and remove clusters) and the alpha step.
+    The priorities and the labels are drawn by Philox from (seed, ranking,
+    sweep), whichever thread draws them.
+
     With ``alpha_prior`` = (a, b), each sweep ends with alpha | K, N drawn by
     Escobar & West's auxiliary-variable step (eta ~ Beta(alpha + 1, N), then a
     two-component Gamma mixture); given the clustering, alpha is independent of
@@ -234,6 +264,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     M. D. Escobar and M. West. Bayesian density estimation and inference using
     mixtures. J. Am. Stat. Assoc. 90(430), 1995.
 
+    J. Chang and J. W. Fisher III. Parallel sampling of DP mixture models using
+    sub-cluster splits. NIPS 2013.
+
     Examples
     --------
     >>> from rankmix import DPMallowsClustering
@@ -251,7 +284,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         **BaseDPMixture._parameter_constraints,
         "nu": [Interval(Real, 0, None, closed="neither")],
         "r": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "sampler": [StrOptions({"beta-gibbs", "slice-gibbs"})],
+        "sampler": [StrOptions({"beta-gibbs", "slice-gibbs", "subcluster"})],
         "sigma_update": [StrOptions({"mh", "stagewise"})],
         "n_gibbs": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_slices": [Interval(Integral, 1, INTP_MAX, closed="both")],
@@ -433,6 +466,12 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     def _prepare(self, X, space=None):
         # Columns that only pad would add stages without data; rows of weight 0
         # (space) count towards the stages and items, as if given by n_items.
+        if self.sampler == "subcluster" and self.n_split_merge == 0:
+            raise ValueError(
+                "sampler='subcluster' with n_split_merge=0 would never create a "
+                "cluster (its label step only moves rankings between the existing "
+                "ones); set n_split_merge >= 1."
+            )
         X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
@@ -500,6 +539,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             alpha_prior=self._alpha_prior,
             n_split_merge=self.n_split_merge,
             sequential_init=self.init == "sequential",
+            subcluster=self.sampler == "subcluster",
         )
 
     def _check_new_data(self, X):

@@ -9,7 +9,11 @@ Figure 5 for Beta-Gibbs), then per cluster ``n_gibbs`` rounds of sigma | theta a
 theta | sigma, then ``n_split_merge`` split-merge proposals (``_split_merge``: an
 exact Metropolis-Hastings step that proposes the new clusters' sigma and theta),
 then (with ``alpha_prior``) alpha | K by Escobar & West's step, the DP prior's
-terms shared with every chain (``_dp_prior.pxd``). Clusters live in slots that are
+terms shared with every chain (``_dp_prior.pxd``). The sub-cluster sampler
+(``subcluster=True``) replaces the sequential assignment step by the exact anchored
+parallel label step of ``_restricted.pxd`` (:meth:`_parallel_labels`), run on
+OpenMP threads; its draws come from Philox keyed by the chain, so they do not
+depend on the number of threads. Clusters live in slots that are
 reused when a cluster empties, so no relabelling pass over the data is ever needed.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
@@ -23,7 +27,9 @@ Sample-sigma-N1 (its Beta approximation) instead.
 
 import numpy as np
 
+from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, exp, expm1, lgamma, log
+from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -37,9 +43,13 @@ from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
 )
+from ._openmp cimport max_threads
+from ._restricted cimport (
+    PURPOSE_LABEL, draw_index, find_anchors, precedes, row_draws,
+)
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, log_pair, random_beta, shuffle, uniform,
-    uniform_index,
+    bitgen_pointer, draw_from_logs, log_pair, random_beta, random_standard_gamma,
+    shuffle, uniform, uniform_index,
 )
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
@@ -62,6 +72,26 @@ cdef enum:
 # scans): two took the launch from the anchors' allocation to a stable one on the
 # paper's data sets; each costs two parameter proposals and |S| two-way choices.
 cdef intp_t N_LAUNCH_SCANS = 2
+
+# The parallel label step gives each OpenMP thread at least this many rows: on
+# fewer, starting and joining the threads costs more than the rows (a busy core
+# makes each join wait for a time slice). The draws do not depend on it.
+cdef intp_t MIN_ROWS_PER_THREAD = 128
+
+
+cdef inline double gm_log_density(
+    const intp_t* x, intp_t t, const intp_t* pos, const double* th, const double* norm,
+    intp_t* code,
+) noexcept nogil:
+    """log GM(x | sigma, theta) of the top-t ranking x, sigma given by its inverse
+    ``pos`` and theta's cumulative log psi by ``norm``; ``code`` (t,) is the
+    caller's scratch, so that threads each pass their own."""
+    cdef intp_t j
+    cdef double value = -norm[t]
+    codes_one(x, t, pos, code)
+    for j in range(t):
+        value -= th[j] * code[j]
+    return value
 
 
 # What _propose_set does with a parameter set.
@@ -105,6 +135,10 @@ cdef class MallowsChain:
     sequential_init : bool
         Start by sequential prediction (:meth:`_initialise_sequential`) instead of
         the random clustering into ``init_clusters``.
+    subcluster : bool
+        Replace the sequential assignment step by the anchored parallel label step
+        (:meth:`_parallel_labels`); requires explicit theta (``beta_gibbs``
+        False). Draws the chain's Philox key from ``bit_generator`` first.
     """
 
     cdef object bit_generator
@@ -124,6 +158,17 @@ cdef class MallowsChain:
     cdef bint beta_gibbs, use_mh
     cdef intp_t n_gibbs, n_slices
     cdef public double log_joint
+
+    # sub-cluster sampler (see _restricted.pxd)
+    cdef bint subcluster
+    cdef uint64_t key[2]       # the chain's Philox key
+    cdef readonly uint64_t sweep_count  # sweeps run since the chain started
+    cdef intp_t* new_labels    # (N,) labels drawn by the parallel step
+    cdef double* log_pi        # (capacity,) log of the unnormalised weight pi_c
+    cdef double* anchor_priority  # (capacity,)
+    cdef intp_t* anchor_row    # (capacity,)
+    cdef double* thread_scratch   # per thread: 4 uniforms, K + 1 log weights, T codes
+    cdef size_t thread_scratch_size
 
     # cluster slots
     cdef Slots slots           # which slots hold clusters (see _slots.pxd)
@@ -192,7 +237,7 @@ cdef class MallowsChain:
         const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
         double slice_width=1.0, alpha_prior=None, intp_t n_split_merge=0,
-        bint sequential_init=False,
+        bint sequential_init=False, bint subcluster=False,
     ):
         cdef intp_t t, i, j, k, n_init
         self.X = X
@@ -215,6 +260,16 @@ cdef class MallowsChain:
         self.slice_width = slice_width
         self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
         self.rng = bitgen_pointer(self.bit_generator)
+        if subcluster and beta_gibbs:
+            raise ValueError("the sub-cluster step needs explicit theta (not Beta-Gibbs)")
+        self.subcluster = subcluster
+        self.sweep_count = 0
+        if subcluster:
+            # drawn once, before anything else, so that the key is the seed's
+            with self.bit_generator.lock:
+                self.key[0] = self.rng.next_uint64(self.rng.state)
+                self.key[1] = self.rng.next_uint64(self.rng.state)
+        self.new_labels = <intp_t*> grow_array(NULL, max(self.N, 1) * sizeof(intp_t))
         self.log_n_factorial = lgamma(n_items + 1.0)
         self.lengths = np.empty(self.N, dtype=np.intp)
         for i in range(self.N):
@@ -300,6 +355,8 @@ cdef class MallowsChain:
         free(self.sm_points); free(self.sm_list); free(self.sm_side)
         free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
         free(self.sm_sums); free(self.sm_counts)
+        free(self.new_labels); free(self.log_pi); free(self.anchor_priority)
+        free(self.anchor_row); free(self.thread_scratch)
 
     # -- slots ---------------------------------------------------------------
 
@@ -317,6 +374,11 @@ cdef class MallowsChain:
         self.log_prob = <double*> grow_array(self.log_prob, (capacity + 1) * sizeof(double))
         self.score_cache = <double*> grow_array(self.score_cache, capacity * sizeof(double))
         self.cache_valid = <char*> grow_array(self.cache_valid, capacity * sizeof(char))
+        if self.subcluster:
+            self.log_pi = <double*> grow_array(self.log_pi, capacity * sizeof(double))
+            self.anchor_priority = <double*> grow_array(
+                self.anchor_priority, capacity * sizeof(double))
+            self.anchor_row = <intp_t*> grow_array(self.anchor_row, capacity * sizeof(intp_t))
         if self.beta_gibbs:
             self.code_sum = <double*> grow_array(self.code_sum, capacity * self.T * sizeof(double))
             self.stage_count = <double*> grow_array(self.stage_count, capacity * self.T * sizeof(double))
@@ -451,13 +513,9 @@ cdef class MallowsChain:
         self, intp_t i, const intp_t* pos, const double* th, const double* norm,
     ) noexcept nogil:
         """log GM(pi_i | sigma, theta), sigma given by its inverse ``pos`` and theta's
-        cumulative log psi by ``norm``."""
-        cdef intp_t j, t = self.lengths[i]
-        cdef double value = -norm[t]
-        codes_one(&self.X[i, 0], t, pos, self.code)
-        for j in range(t):
-            value -= th[j] * self.code[j]
-        return value
+        cumulative log psi by ``norm``. Uses the chain's scratch: not for threads
+        (they call ``gm_log_density`` with their own)."""
+        return gm_log_density(&self.X[i, 0], self.lengths[i], pos, th, norm, self.code)
 
     cdef double _beta_from_table(self, intp_t i, intp_t c) noexcept nogil:
         """The Beta-Gibbs predictive of ranking i in cluster c, from c's cache."""
@@ -647,6 +705,85 @@ cdef class MallowsChain:
                 i, c_old, self.size[c_old] > 0,
                 self.reuse_repeated_rows and self.repeats_previous[i],
             )
+        return 0
+
+    cdef int _parallel_labels(self) except -1 nogil:
+        """The anchored parallel label step (``_restricted.pxd``), exact.
+
+        pi_c ~ Gamma(n_c, 1) per active cluster (unnormalised: only ratios
+        matter), drawn from the chain's stream in the order of ``slots.active``.
+        Then each row gets its priority u_i from Philox (key, row, sweep); each
+        cluster's lowest-priority member, its anchor, keeps its label, and every
+        other row i draws its cluster from pi_c GM(pi_i | sigma_c, theta_c) over
+        the active clusters whose anchor precedes it (its own always does), by its
+        own Philox uniform. The rows are independent given (pi, sigma, theta), so
+        they are drawn in a ``prange``, each thread with its own scratch (at most
+        ``max_threads()`` threads, each with at least MIN_ROWS_PER_THREAD rows);
+        a row's draw depends on its index alone, never on the thread. No cluster empties
+        (its anchor stays) and none is created, so the slots stay as they are and
+        only the sizes are recounted.
+        """
+        cdef intp_t a, c, i, k, tid
+        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
+        cdef intp_t n = self.n, capacity = self.slots.capacity
+        cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
+        cdef uint64_t sweep = self.sweep_count
+        cdef size_t stride = 4 + (K + 1) + T   # doubles per thread
+        cdef double* scratch
+        cdef double* u
+        cdef double* logw
+        cdef intp_t* code
+        cdef const intp_t* X = &self.X[0, 0]
+        cdef const intp_t* lengths = &self.lengths[0]
+        cdef intp_t* labels = &self.labels[0]
+        cdef intp_t* new_labels = self.new_labels
+        cdef const intp_t* active = self.slots.active
+        cdef const intp_t* position = self.position
+        cdef const double* theta = self.theta
+        cdef const double* log_norm = self.log_norm
+        cdef const double* log_pi = self.log_pi
+        cdef const double* anchor_priority = self.anchor_priority
+        cdef const intp_t* anchor_row = self.anchor_row
+        cdef const uint64_t* key = self.key
+
+        for a in range(K):
+            c = active[a]
+            self.log_pi[c] = log(random_standard_gamma(self.rng, <double> self.size[c]))
+        find_anchors(key, sweep, labels, N, capacity, self.anchor_priority,
+                     self.anchor_row)
+        # per thread: u (4), log weights (K + 1), codes (T, stored as intp_t in
+        # doubles' room: both are 8 bytes)
+        if n_threads * stride > self.thread_scratch_size:
+            self.thread_scratch = <double*> grow_array(
+                self.thread_scratch, n_threads * stride * sizeof(double))
+            self.thread_scratch_size = n_threads * stride
+        scratch = self.thread_scratch
+        for i in prange(N, nogil=True, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            u = scratch + tid * stride
+            logw = u + 4
+            code = <intp_t*> (logw + K + 1)
+            c = labels[i]
+            if anchor_row[c] == i:
+                new_labels[i] = c
+                continue
+            row_draws(key, i, sweep, PURPOSE_LABEL, u)
+            for k in range(K):
+                c = active[k]
+                if precedes(anchor_priority[c], anchor_row[c], u[0], i):
+                    logw[k] = log_pi[c] + gm_log_density(
+                        X + i * T, lengths[i], position + c * n, theta + c * T,
+                        log_norm + c * (T + 1), code)
+                else:
+                    logw[k] = -INFINITY
+            new_labels[i] = active[draw_index(logw, K, u[1])]
+        memcpy(labels, new_labels, N * sizeof(intp_t))
+        for a in range(K):
+            self.size[active[a]] = 0
+        for i in range(N):
+            self.size[labels[i]] += 1
+        for a in range(K):
+            self._resize(active[a], 0)
         return 0
 
     cdef int _seat(self, intp_t i, intp_t c_old, bint alive, bint reuse) except -1 nogil:
@@ -1189,12 +1326,16 @@ cdef class MallowsChain:
         cdef intp_t s, t
         with self.bit_generator.lock, nogil:
             for s in range(n_sweeps):
-                self._assign()
+                if self.subcluster:
+                    self._parallel_labels()
+                else:
+                    self._assign()
                 self._update_parameters()
                 for t in range(self.n_split_merge):
                     self._split_merge()
                 if self.sample_alpha:
                     self._update_alpha()
+                self.sweep_count += 1
             self.log_joint = self._compute_log_joint()
         self.split_merge_counts = {
             "split_proposed": self.n_split, "split_accepted": self.n_split_accepted,

@@ -1,0 +1,146 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""DPMallowsClustering(sampler="subcluster"): exactness, thread invariance, API."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from rankmix import DPMallowsClustering
+from rankmix.datasets import make_mallows_mixture
+
+from . import _dp_reference as dpref
+from .test_dp_mallows import TINY_N_ITEMS, TINY_X
+
+
+@pytest.fixture(scope="module")
+def exact_posterior():
+    # the same enumerated posteriors as test_dp_mallows' Slice-Gibbs tests
+    fixed = dpref.exact_partition_posterior(TINY_X, TINY_N_ITEMS, 1.0, 1.0, 1.0)
+    # alpha ~ Gamma(2, 1) integrated out exactly
+    sampled, alpha_mean = dpref.exact_partition_posterior_with_alpha(
+        TINY_X, TINY_N_ITEMS, 2.0, 1.0, 1.0, 1.0
+    )
+    return {
+        None: (dpref.coclustering_matrix(fixed), dpref.n_clusters_distribution(fixed)),
+        (2.0, 1.0): (
+            dpref.coclustering_matrix(sampled),
+            dpref.n_clusters_distribution(sampled),
+            alpha_mean,
+        ),
+    }
+
+
+def _subcluster(**params):
+    params = {"sigma_update": "mh", "n_split_merge": 1, **params}
+    return DPMallowsClustering(sampler="subcluster", **params)
+
+
+@pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.0)])
+def test_subcluster_matches_exact_posterior(alpha_prior, exact_posterior):
+    # the anchored parallel label step, the Slice-Gibbs parameter updates, one
+    # split-merge proposal a sweep (the only move that creates or removes a
+    # cluster) and, with alpha_prior, Escobar & West's step: the co-clustering
+    # probabilities and the law of K of the enumerated posterior
+    exact = exact_posterior[alpha_prior]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = _subcluster(
+            alpha_prior=alpha_prior,
+            n_gibbs=2,
+            thin=1,
+            n_chains=2,
+            n_iter=6000,
+            burn_in=300,
+            random_state=0,
+        ).fit(TINY_X)
+    cocluster, k_dist = dpref.draw_statistics(model.label_samples_)
+    assert np.abs(cocluster - exact[0]).max() < 0.05
+    assert np.abs(k_dist - exact[1]).max() < 0.05
+    if alpha_prior is not None:
+        alphas = np.array([model._draw_alpha(draw) for draw in model._draws])
+        assert_allclose(alphas.mean(), exact[2], rtol=0.05)
+
+
+def test_draws_do_not_depend_on_the_number_of_threads():
+    # each row's draws come from Philox (key, row, sweep): 1, 2 or 3 OpenMP
+    # threads (3 splits the rows unevenly) give the same chains; 401 rows, so
+    # that each of 3 threads gets its 128 rows or more
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=[134, 134, 133], n_items=8, t=4, theta=1.0,
+        random_state=0,
+    )
+    fits = []
+    for n_threads in (1, 2, 3):
+        with threadpool_limits(n_threads, user_api="openmp"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                fits.append(
+                    _subcluster(
+                        n_iter=12,
+                        burn_in=4,
+                        n_chains=2,
+                        n_split_merge=2,
+                        alpha_prior=(1.0, 1.0),
+                        random_state=3,
+                    ).fit(X)
+                )
+    for model in fits[1:]:
+        assert_array_equal(model.label_samples_, fits[0].label_samples_)
+        assert fits[0].trace_.keys() == model.trace_.keys()
+        for name, trace in fits[0].trace_.items():
+            assert_array_equal(model.trace_[name], trace)
+    # the label step moved rankings: the chain is not frozen at its start
+    assert len({tuple(labels) for labels in fits[0].label_samples_}) > 1
+
+
+def test_label_step_keeps_every_cluster_and_moves_rankings():
+    # the label step neither empties nor creates a cluster (a chain built without
+    # split-merge, which the estimator refuses), yet it moves rankings between
+    # the clusters it has
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=30, n_items=6, t=3, theta=1.0, random_state=1
+    )
+    model = _subcluster(init="random", init_clusters=5)
+    X = model._prepare(X)
+    model.n_split_merge = 0
+    chain = model._chain_factory(X)(np.random.PCG64(0))
+    n_clusters = chain.n_clusters
+    moved = False
+    for sweep in range(5):
+        labels = chain.snapshot()[0]
+        chain.sweep()
+        assert chain.n_clusters == n_clusters
+        assert chain.sweep_count == sweep + 1
+        moved |= not np.array_equal(chain.snapshot()[0], labels)
+    assert moved
+
+
+def test_continued_chain_equals_one_long_run():
+    # the sweep counter is the chain's own, so a warm start continues the Philox
+    # counters: two warm fits of 10 sweeps give the draws of one fit of 20
+    X = TINY_X
+    params = dict(n_chains=1, burn_in=0, thin=1, random_state=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        long = _subcluster(n_iter=20, **params).fit(X)
+        warm = _subcluster(n_iter=10, warm_start=True, **params).fit(X)
+        warm.fit(X)
+    assert_array_equal(warm.label_samples_, long.label_samples_)
+    assert_array_equal(warm.trace_["log_joint"], long.trace_["log_joint"])
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(sampler="subcluster", n_split_merge=0), "n_split_merge"),
+        (dict(sampler="subcluster-gibbs", n_split_merge=1), "sampler"),
+    ],
+)
+def test_bad_parameters_are_refused(params, match):
+    with pytest.raises(ValueError, match=match):
+        DPMallowsClustering(**params).fit([[0, 1, 2], [2, 1, -1]])
