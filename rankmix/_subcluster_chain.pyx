@@ -15,7 +15,9 @@ sub-cluster splits", for any family of the core that draws explicit parameters
 3. rebuilds the clusters' states (sufficient statistics) from the labels;
 4. runs ``n_split_merge`` split or merge proposals, each from two sub-clusters
    fitted to the points concerned (below), an exact Metropolis-Hastings step;
-5. draws alpha | K by Escobar & West's step when alpha has a prior.
+5. runs 10 ``n_split_merge`` singleton proposals (below), which absorb the
+   singletons that a sequential start or a split leaves;
+6. draws alpha | K by Escobar & West's step when alpha has a prior.
 
 Steps 1 and 3 are the parameters going out and the statistics coming back of a
 distributed sweep; every random number of a row comes from Philox counted by
@@ -54,12 +56,29 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   with m the cluster's marginal likelihood (parameters integrated out), and a
   merge's is its inverse. The target is p(c | X, alpha); the explicit parameters
   of step 1 are redrawn from their conditional at the start of every sweep.
+
+Singletons
+----------
+A cluster never empties in the label step (its anchor stays), so a singleton
+leaves only by a merge, and a merge of {a} into B is accepted only if the launch
+happens to put a alone on its side, which it rarely does when a lies near B (the
+launch from a and a point of B splits B). The singleton move is a cheap exact
+Metropolis-Hastings pair (each proposal O(K) collapsed predictives):
+
+* absorb (probability 1/2): pick a cluster uniformly among the K; if it is a
+  singleton {a} (and K > 1), propose a into cluster k drawn with probability
+  n_k p(x_a | k) / Z, Z = sum over the other clusters; ratio
+  K Z / (alpha p(x_a) (K - 1) (n_k + 1)), p(x_a) the prior predictive;
+* split off (probability 1/2): pick a cluster c uniformly and a point a of it
+  uniformly (n_c >= 2), and propose {a} as a new cluster; the ratio is the
+  inverse of the absorption back, alpha p(x_a) K n_c / ((K + 1) Z'), with Z'
+  computed in the proposed state (c without a).
 """
 
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, lgamma, log
+from libc.math cimport INFINITY, exp, lgamma, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
@@ -67,8 +86,8 @@ from libc.string cimport memcpy
 from ._collapsed_chain cimport CollapsedChain
 from ._dp_prior cimport escobar_west
 from ._family cimport (
-    STATE_COUNT, Family, family_log_likelihood_t, family_log_marginal,
-    family_rebuild,
+    STATE_COUNT, Family, family_add, family_log_kernel, family_log_likelihood_t,
+    family_log_marginal, family_rebuild, family_reset,
 )
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
@@ -76,12 +95,17 @@ from ._restricted cimport (
     PURPOSE_LABEL, PURPOSE_LAUNCH, draw_index, find_anchors, log_share, precedes,
     row_draws,
 )
-from ._rng cimport log_gamma_variate, uniform, uniform_index
+from ._rng cimport draw_from_logs, log_gamma_variate, uniform, uniform_index
 from ._slots cimport grow_array
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
-# costs more than the work); the results are the same either way.
+# costs more than the work), and the fewest rows a thread of the label step
+# gets; the results are the same either way.
 cdef intp_t PARALLEL_LAUNCH_ROWS = 2048
+cdef intp_t MIN_ROWS_PER_THREAD = 128
+# Singleton proposals per split-merge proposal: each costs K collapsed
+# predictives, about what a launch spends on K rows.
+cdef intp_t SINGLETON_MOVES = 10
 
 
 cdef class SubclusterChain(CollapsedChain):
@@ -182,7 +206,7 @@ cdef class SubclusterChain(CollapsedChain):
         cdef intp_t n = max_threads()
         if self.thread_cap > 0 and self.thread_cap < n:
             n = self.thread_cap
-        return max(1, min(n, n_rows))
+        return max(1, min(n, n_rows // MIN_ROWS_PER_THREAD))
 
     cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
         """Per-thread scratch for the parallel loops, grown to the slots and threads."""
@@ -261,6 +285,12 @@ cdef class SubclusterChain(CollapsedChain):
         for t in range(self.n_proposals):
             if self._propose(sweep, t):
                 self._group_members()  # an accepted move changed the labels
+        # a fixed number: a number that depends on the state (K, say) would make
+        # the sweep a state-dependent power of an invariant kernel, which is not
+        # invariant itself
+        for t in range(SINGLETON_MOVES * self.n_proposals):
+            if self._singleton_move():
+                self._group_members()
         if self.sample_alpha:
             self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
                                       self.alpha_shape, self.alpha_rate)
@@ -365,6 +395,76 @@ cdef class SubclusterChain(CollapsedChain):
         for k in range(m):
             self.labels[self.launch_rows[k]] = c_a
         self._close_slot(c_b)
+        return True
+
+    cdef double _absorb_weights(self, intp_t a, intp_t skip, const double* replaced,
+                                intp_t replaced_slot) noexcept nogil:
+        """log n_k + log p(x_a | k) of every active cluster but ``skip`` into
+        ``log_prob`` (slot ``replaced_slot`` read from ``replaced``); returns
+        their log-sum-exp."""
+        cdef intp_t b, k, n_active = self.slots.n_active
+        cdef const double* state
+        cdef double high = -INFINITY, total = 0.0
+        for b in range(n_active):
+            k = self.slots.active[b]
+            if k == skip:
+                self.log_prob[b] = -INFINITY
+                continue
+            state = replaced if k == replaced_slot else self._state(k)
+            self.log_prob[b] = state[self.f.log_weight] + family_log_kernel(&self.f, state, a)
+            if self.log_prob[b] > high:
+                high = self.log_prob[b]
+        for b in range(n_active):
+            if self.log_prob[b] > -INFINITY:
+                total += exp(self.log_prob[b] - high)
+        return high + log(total)
+
+    cdef bint _singleton_move(self) except -1 nogil:
+        """One absorb or split-off proposal (module docstring); True if accepted.
+
+        ``members`` must hold the points of each slot.
+        """
+        cdef intp_t K = self.slots.n_active, c, k, a, b, n_c
+        cdef double log_z, log_ratio
+        cdef bint absorb = uniform(self.rng) < 0.5
+        c = self.slots.active[uniform_index(self.rng, K)]
+        n_c = self._size(c)
+        if absorb:
+            if n_c != 1 or K < 2:
+                return False
+            a = self._member(c, 0)
+            log_z = self._absorb_weights(a, c, NULL, -1)
+            b = draw_from_logs(self.log_prob, K, self.rng)   # never c: its weight is 0
+            k = self.slots.active[b]
+            log_ratio = (log(<double> K) + log_z - log(self.alpha)
+                         - self.log_prior_predictive[a] - log(<double> (K - 1))
+                         - log(self._state(k)[STATE_COUNT] + 1.0))
+            if log(uniform(self.rng)) >= log_ratio:
+                return False
+            family_add(&self.f, self._state(k), a)
+            self.labels[a] = k
+            self._close_slot(c)
+            return True
+        if n_c < 2:
+            return False
+        a = self._member(c, uniform_index(self.rng, n_c))
+        # c without a, in scratch, from its other members
+        for b in range(n_c):
+            self.side_members[b] = self._member(c, b)
+            if self.side_members[b] == a:
+                self.side_members[b] = self._member(c, n_c - 1)
+        if family_rebuild(&self.f, self.state_m, self.side_members, n_c - 1) < 0:
+            self._fail()
+        log_z = self._absorb_weights(a, -1, self.state_m, c)
+        log_ratio = (log(self.alpha) + self.log_prior_predictive[a] - log_z
+                     - log(<double> (K + 1)) + log(<double> K) + log(<double> n_c))
+        if log(uniform(self.rng)) >= log_ratio:
+            return False
+        memcpy(self._state(c), self.state_m, self.W * sizeof(double))
+        k = self._open_slot()
+        family_reset(&self.f, self._state(k))
+        family_add(&self.f, self._state(k), a)
+        self.labels[a] = k
         return True
 
     cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
