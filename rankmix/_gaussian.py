@@ -97,6 +97,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         each alone is a valid sampler, if "split-merge" is a slow one for small
         changes. During burn-in the permutation move hill-climbs with orderings
         from random projections, which is not exact (those sweeps are discarded).
+        Or ``"subcluster"``, alone: the parallel sub-cluster sampler (after Chang
+        & Fisher 2013): each sweep draws the clusters' means and covariances,
+        then every point's label given them on all cores (OpenMP threads,
+        limited by ``OMP_NUM_THREADS`` or threadpoolctl), then runs
+        ``n_split_merge`` split or merge proposals from two sub-clusters fitted
+        to the points concerned, which are its only source of new clusters. It
+        is exact (see Notes), and its draws do not depend on the number of
+        threads.
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in. "exact": a draw from p(C | pi, x) by
         the dynamic program over (position, number of clusters), O(N^2) memory
@@ -325,6 +333,27 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     cluster), and C is drawn proportionally to p(C, x) over the clusterings
     consistent with pi: the paper's stochastic hill climbing, fast at finding
     good clusterings but not a valid MCMC step.
+
+    The sub-cluster sampler (``sampler="subcluster"``, after Chang & Fisher
+    2013) keeps the parameters explicit for its label step. Given the clustering,
+    each cluster's (mu, Sigma) is drawn from its NIW posterior and its weight as
+    pi_k ~ Gamma(n_k, 1) (the ratios of a Dirichlet(n_1, ..., n_K, alpha) draw);
+    given them the labels are independent, and every point draws its label with
+    probability proportional to pi_k N(x | mu_k, Sigma_k), in parallel. Chang &
+    Fisher's step lets a cluster empty, which changes K with no reverse move and
+    so is not reversible; here each point draws a random priority every sweep,
+    the member of lowest priority of each cluster keeps its label, and a point
+    may join only the clusters whose anchor has a lower priority than its own:
+    the set of reachable labellings is then the same from each of them, and the
+    step draws exactly from the target restricted to it. New clusters come from
+    split proposals: for a random pair (i, j) of a cluster, two sub-clusters are
+    fitted to its points by a few restricted scans seeded at i and j (a
+    stochastic 2-means), and the last scan's allocation is proposed and
+    accepted with the Metropolis-Hastings ratio above, including the
+    probabilities of choosing the cluster and the pair; merges are the reverse,
+    and cheap proposals absorb singletons or split off one point. The random
+    numbers of each point come from Philox keyed by the chain's seed and counted
+    by (point, sweep), so the draws do not depend on the number of threads.
 
     Default prior. scikit-learn's BayesianGaussianMixture takes m_0 = data mean,
     nu_0 = d and Psi_0 = the empirical covariance, so a priori a cluster's

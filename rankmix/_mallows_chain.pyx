@@ -199,6 +199,7 @@ cdef class MallowsChain:
     cdef char* cache_valid     # (capacity,) score_cache[c] still holds
     cdef char* repeats_previous  # (N,) row i equals row i - 1
     cdef public bint reuse_repeated_rows  # the cache on (tests turn it off)
+    cdef public intp_t thread_cap   # subcluster: at most this many threads (0: none)
 
     # scratch
     cdef intp_t* code          # (T,)
@@ -727,6 +728,8 @@ cdef class MallowsChain:
         cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
         cdef intp_t n = self.n, capacity = self.slots.capacity
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
+        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
+            n_threads = self.thread_cap
         cdef uint64_t sweep = self.sweep_count
         cdef size_t stride = 4 + (K + 1) + T   # doubles per thread
         cdef double* scratch

@@ -35,7 +35,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         symmetric prior. See Notes for the default.
     sampler : str, default="gibbs+split-merge"
         The moves of a sweep, joined by "+": "gibbs", "split-merge",
-        "permutation" (see :class:`DPGaussianClustering`).
+        "permutation"; or "subcluster" alone, the parallel sub-cluster sampler,
+        whose label step draws each cluster's probabilities p and then every
+        row's label on all cores (see :class:`DPGaussianClustering`).
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in (see :class:`DPGaussianClustering`).
     beam_tolerance : float, default=1e-32

@@ -1,0 +1,199 @@
+"""The sub-cluster sampler (``sampler="subcluster"``) against its peers.
+
+Sections (``--sections``, all by default):
+
+* ``dpmm``: DPMMSubClusters' README setting, 10,000 points in 2-d from 10
+  Gaussians (means ~ N(0, 100 I), unit covariances), 100 iterations from one
+  cluster, one thread: time and ARI of rankmix's sub-cluster sampler against
+  ``BayesianGaussianMixture(50, dirichlet_process, max_iter=500)`` in the same
+  process (goal: under DPMMSubClusters' reported 0.6 s and at most 0.1x
+  scikit-learn's time at equal or better ARI).
+* ``liang``: Liang et al.'s (d, K) = (10, 10), (40, 40), (80, 40), N = 10,000
+  training and 2,000 test points (means ~ N(0, 2 I), identity covariances), one
+  thread: ARI, held-out log-likelihood per point and fit time of the sub-cluster
+  sampler (``covariance_type`` "full" and "diag") and of the collapsed default
+  ("gibbs+split-merge"), against the same scikit-learn model.
+* ``scale``: N = 10^6 points in d = 10 from K = 20 Gaussians: seconds per sweep
+  of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl), their
+  ratio (goal >= 1.8x), and the peak resident memory of the process.
+
+Every time is the median of ``--repeats`` runs (fresh data seed and random_state
+per repeat), each method on the same data in the same process.
+
+Usage::
+
+    python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
+        [--sections dpmm liang scale] [--n-iter 60]
+"""
+
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import os
+
+# the BLAS pools read these when numpy is first imported: one thread for
+# scikit-learn, whose EM would otherwise use every core; rankmix's OpenMP loops
+# are limited with threadpoolctl section by section
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import resource  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from _liang import make_data  # noqa: E402
+from _machine import print_machine  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.metrics import adjusted_rand_score  # noqa: E402
+from sklearn.mixture import BayesianGaussianMixture  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from rankmix import DPGaussianClustering  # noqa: E402
+
+DPMM_REPORTED_SECONDS = 0.6
+
+
+def blobs(n, d, k, mean_variance, seed):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, np.sqrt(mean_variance), size=(k, d))
+    y = rng.integers(k, size=n)
+    return means[y] + rng.standard_normal((n, d)), y
+
+
+def fit_timed(model, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        start = time.perf_counter()
+        model.fit(X)
+        return model, time.perf_counter() - start
+
+
+def sklearn_model(seed):
+    return BayesianGaussianMixture(
+        n_components=50,
+        weight_concentration_prior_type="dirichlet_process",
+        max_iter=500,
+        random_state=seed,
+    )
+
+
+def rankmix_model(seed, n_iter, **params):
+    return DPGaussianClustering(
+        n_iter=n_iter, burn_in=n_iter // 2, thin=2, n_chains=1, n_jobs=1,
+        random_state=seed, **params,
+    )
+
+
+def summary(rows):
+    """Median of each column over the repeats."""
+    return {key: float(np.median([row[key] for row in rows])) for key in rows[0]}
+
+
+def section_dpmm(args):
+    print("\n== DPMMSubClusters' README setting: N = 10,000, d = 2, K = 10, "
+          "100 iterations from one cluster, one thread ==")
+    results = {"rankmix subcluster": [], "sklearn BGM": []}
+    for repeat in range(args.repeats):
+        X, y = blobs(10_000, 2, 10, 100.0, seed=repeat)
+        with threadpool_limits(1):
+            model, seconds = fit_timed(
+                rankmix_model(repeat, 100, sampler="subcluster", init="random",
+                              init_clusters=1), X)
+            results["rankmix subcluster"].append(dict(
+                ari=adjusted_rand_score(y, model.labels_), k=model.n_clusters_,
+                seconds=seconds))
+            model, seconds = fit_timed(sklearn_model(repeat), X)
+            labels = model.predict(X)
+            results["sklearn BGM"].append(dict(
+                ari=adjusted_rand_score(y, labels), k=len(np.unique(labels)),
+                seconds=seconds))
+    print(f"{'method':<20} {'ARI':>6} {'K':>5} {'fit s':>8}")
+    for name, rows in results.items():
+        s = summary(rows)
+        print(f"{name:<20} {s['ari']:6.3f} {s['k']:5.0f} {s['seconds']:8.2f}")
+    ours = summary(results["rankmix subcluster"])["seconds"]
+    theirs = summary(results["sklearn BGM"])["seconds"]
+    print(f"time vs scikit-learn: {ours / theirs:.3f}x (goal <= 0.1x); vs "
+          f"DPMMSubClusters' reported {DPMM_REPORTED_SECONDS} s: {ours:.2f} s")
+
+
+def section_liang(args):
+    settings = ((10, 10),) if args.quick else ((10, 10), (40, 40), (80, 40))
+    for d, k in settings:
+        print(f"\n== Liang et al. (d, K) = ({d}, {k}): N = 10,000 train, 2,000 "
+              f"test, {args.n_iter} sweeps, one thread ==")
+        methods = {
+            "subcluster full": dict(sampler="subcluster", covariance_type="full"),
+            "subcluster diag": dict(sampler="subcluster", covariance_type="diag"),
+            "gibbs+sm full": dict(sampler="gibbs+split-merge", covariance_type="full"),
+            "gibbs+sm diag": dict(sampler="gibbs+split-merge", covariance_type="diag"),
+        }
+        results = {name: [] for name in [*methods, "sklearn BGM"]}
+        for repeat in range(args.repeats):
+            X, y, _ = make_data(d, k, 12_000, seed=repeat)
+            X_test, X, y = X[:2000], X[2000:], y[2000:]
+            with threadpool_limits(1):
+                for name, params in methods.items():
+                    model, seconds = fit_timed(
+                        rankmix_model(repeat, args.n_iter, **params), X)
+                    results[name].append(dict(
+                        ari=adjusted_rand_score(y, model.labels_),
+                        k=model.n_clusters_, ll=model.score(X_test),
+                        seconds=seconds))
+                model, seconds = fit_timed(sklearn_model(repeat), X)
+                labels = model.predict(X)
+                results["sklearn BGM"].append(dict(
+                    ari=adjusted_rand_score(y, labels), k=len(np.unique(labels)),
+                    ll=model.score(X_test), seconds=seconds))
+        reference = summary(results["sklearn BGM"])
+        print(f"{'method':<18} {'ARI':>6} {'K':>5} {'held-out ll':>12} {'fit s':>8} "
+              f"{'time / sklearn':>15}")
+        for name, rows in results.items():
+            s = summary(rows)
+            print(f"{name:<18} {s['ari']:6.3f} {s['k']:5.0f} {s['ll']:12.4f} "
+                  f"{s['seconds']:8.2f} {s['seconds'] / reference['seconds']:15.3f}")
+
+
+def section_scale(args):
+    n = 100_000 if args.quick else 1_000_000
+    print(f"\n== N = {n:,}, d = 10, K = 20: seconds per sweep of the sub-cluster "
+          "sampler by OpenMP threads ==")
+    X, y = blobs(n, 10, 20, 2.0 * 10, seed=0)
+    per_sweep = {}
+    for threads in (1, 2):
+        times = []
+        for repeat in range(args.repeats):
+            with threadpool_limits(threads, user_api="openmp"):
+                model = DPGaussianClustering(
+                    sampler="subcluster", covariance_type="full", n_iter=5,
+                    burn_in=4, n_chains=1, random_state=repeat)
+                _, seconds = fit_timed(model, X)
+            times.append(seconds / 5)
+        per_sweep[threads] = float(np.median(times))
+        print(f"{threads} thread(s): {per_sweep[threads]:.3f} s per sweep "
+              f"(median of {args.repeats}; {model.n_clusters_} clusters, ARI "
+              f"{adjusted_rand_score(y, model.labels_):.3f})")
+    print(f"speed-up with 2 threads: {per_sweep[1] / per_sweep[2]:.2f}x (goal >= 1.8x)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"peak resident memory of this process: {peak:.2f} GiB "
+          f"(the data: {X.nbytes / 2**30:.2f} GiB)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--n-iter", type=int, default=60)
+    parser.add_argument("--sections", nargs="*", default=["dpmm", "liang", "scale"])
+    args = parser.parse_args()
+    if args.quick:
+        args.repeats = 1
+    print_machine(f"sections {args.sections}, {args.repeats} repeat(s)")
+    for name in args.sections:
+        globals()[f"section_{name}"](args)
+
+
+if __name__ == "__main__":
+    main()
