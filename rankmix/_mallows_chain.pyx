@@ -45,11 +45,11 @@ from ._dp_prior cimport (
 )
 from ._openmp cimport max_threads
 from ._restricted cimport (
-    PURPOSE_LABEL, draw_index, find_anchors, precedes, row_draws,
+    PURPOSE_LABEL, find_anchors, precedes, row_draws,
 )
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, log_pair, random_beta, random_standard_gamma,
-    shuffle, uniform, uniform_index,
+    bitgen_pointer, draw_from_logs, draw_index, log_pair, random_beta,
+    random_standard_gamma, shuffle, uniform, uniform_index,
 )
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,

@@ -85,33 +85,6 @@ cdef inline void find_anchors(
             anchor_row[c] = i
 
 
-cdef inline intp_t draw_index(double* log_weights, intp_t n, double u) noexcept nogil:
-    """An index in 0..n-1 with probability proportional to exp(log_weights), by u.
-
-    ``draw_from_logs`` (``_rng.pxd``) with the uniform given, for the rows' Philox
-    draws; -inf weights are never drawn (at least one weight must be finite).
-    Overwrites ``log_weights``.
-    """
-    cdef intp_t k, last = 0
-    cdef double high = -1e308, total = 0.0
-    for k in range(n):
-        if log_weights[k] > high:
-            high = log_weights[k]
-    for k in range(n):
-        if log_weights[k] - high < -50.0:
-            log_weights[k] = 0.0
-        else:
-            log_weights[k] = exp(log_weights[k] - high)
-            last = k
-        total += log_weights[k]
-    u *= total
-    for k in range(n):
-        u -= log_weights[k]
-        if u < 0.0 and log_weights[k] > 0.0:
-            return k
-    return last
-
-
 cdef inline double log_share(double la, double lb) noexcept nogil:
     """log(e^la / (e^la + e^lb)), without overflow.
 

@@ -42,14 +42,24 @@ cdef inline Py_ssize_t draw_from_logs(
 ) noexcept nogil:
     """An index in 0..n-1 drawn with probability proportional to exp(log_weights).
 
+    One uniform from ``rng`` per draw; see :func:`draw_index`.
+    """
+    return draw_index(log_weights, n, uniform(rng))
+
+
+cdef inline Py_ssize_t draw_index(double* log_weights, Py_ssize_t n, double u) noexcept nogil:
+    """The index of ``draw_from_logs`` for a given uniform u on [0, 1).
+
     Overwrites ``log_weights`` with the weights relative to the largest. A weight
     below exp(-50) of the largest (which contributes 1) cannot change the total or
     the draw in double precision, even summed over 10^5 entries, so its exp is
-    skipped. One uniform per draw; round-off at the top end returns n - 1.
+    skipped, and it is never drawn (nor is a -inf weight: at least one weight must
+    be finite). Round-off at the top end returns the last index of positive
+    weight. The parallel samplers pass each row's own counter-based uniform.
     """
-    cdef Py_ssize_t k
-    cdef double high = log_weights[0], total = 0.0, u
-    for k in range(1, n):
+    cdef Py_ssize_t k, last = 0
+    cdef double high = -1e308, total = 0.0
+    for k in range(n):
         if log_weights[k] > high:
             high = log_weights[k]
     for k in range(n):
@@ -57,13 +67,14 @@ cdef inline Py_ssize_t draw_from_logs(
             log_weights[k] = 0.0
         else:
             log_weights[k] = exp(log_weights[k] - high)
+            last = k
         total += log_weights[k]
-    u = uniform(rng) * total
+    u *= total
     for k in range(n):
         u -= log_weights[k]
-        if u < 0.0:
+        if u < 0.0 and log_weights[k] > 0.0:
             return k
-    return n - 1
+    return last
 
 
 cdef inline void shuffle(Py_ssize_t* values, Py_ssize_t n, bitgen_t* rng) noexcept nogil:

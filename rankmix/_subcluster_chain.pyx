@@ -92,10 +92,11 @@ from ._family cimport (
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
 from ._restricted cimport (
-    PURPOSE_LABEL, PURPOSE_LAUNCH, draw_index, find_anchors, log_share, precedes,
-    row_draws,
+    PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_share, precedes, row_draws,
 )
-from ._rng cimport draw_from_logs, log_gamma_variate, uniform, uniform_index
+from ._rng cimport (
+    draw_from_logs, draw_index, log_gamma_variate, uniform, uniform_index,
+)
 from ._slots cimport grow_array
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
