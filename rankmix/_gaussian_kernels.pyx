@@ -50,6 +50,12 @@ triangular, A_jj^2 ~ chi^2(nu_n - j) (j = 0..d-1) and A_ij ~ N(0, 1) below the
 diagonal; then mu = m_n + C^{-T} z / sqrt(kappa_n), z ~ N(0, I), has covariance
 Sigma / kappa_n. ``diag`` draws sigma_j^2 = (psi_nj / 2) / Gamma(nu_n / 2) and
 mu_j ~ N(m_nj, sigma_j^2 / kappa_n), and keeps 1 / sigma_j in place of C.
+
+Scoring new rows (``score_samples``, ``predict_proba``) evaluates the Student-t
+predictives of a fitted draw's clusters, read off the states by
+``describe_states``: ``student_t_log_density`` fills the (rows, clusters) table
+in one compiled pass, parallel over blocks of rows, for the full, diagonal and
+spherical (``_isotropic_kernels``) families alike.
 """
 
 import numpy as np
@@ -856,7 +862,7 @@ cdef class NIWFamily(Family):
         return describe_states(self.model, states)
 
 
-# -- Student-t predictives of fitted draws, for scoring new rows -------------------------
+# -- Student-t predictives of fitted draws, for scoring new rows -----------------------
 
 
 cdef enum:
