@@ -12,6 +12,7 @@ from sklearn.utils.validation import validate_data
 from ._collapsed import BaseCollapsedDPMixture
 from ._gaussian_kernels import NIWModel
 from ._gaussian_kernels import describe_states as describe_niw_states
+from ._gaussian_kernels import student_t_log_density
 from ._isotropic_kernels import IsotropicModel
 from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
@@ -913,6 +914,10 @@ def _gaussian_log_density(X, means, factors, cholesky):
 def _student_t_log_density(X, means, factors, dfs, kind):
     """(n_samples, K) log-densities of K Student-t distributions.
 
+    The compiled ``student_t_log_density`` (``_gaussian_kernels``): one pass
+    over the rows, in parallel, finite for points so far out that their squared
+    distance overflows.
+
     Parameters
     ----------
     X : ndarray of shape (n_samples, d)
@@ -930,46 +935,13 @@ def _student_t_log_density(X, means, factors, dfs, kind):
     -------
     log_density : ndarray of shape (n_samples, K)
     """
-    n, d = X.shape
-    out = np.empty((n, len(means)))
-    for k, (mean, factor, df) in enumerate(zip(means, factors, dfs)):
-        if kind == "spherical":
-            # the multivariate Student-t of shape s^2 I: "full" with L = s I,
-            # without its triangular solve
-            factor, scale = factor * np.eye(d), factor
-        with np.errstate(over="ignore", invalid="ignore"):
-            diff = X - mean
-            if kind == "full":
-                u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
-                log1p_q = np.log1p((u * u).sum(axis=0) / df)
-            elif kind == "spherical":
-                u = diff / scale
-                log1p_q = np.log1p((u * u).sum(axis=1) / df)
-            else:
-                u = diff / factor
-                log1p_q = np.log1p(u * u / df)
-        far = ~np.isfinite(log1p_q)
-        if far.any():
-            # Points so far out (|u| > 1e154) that u * u overflows: the same
-            # quantity in logarithms, from a rescaled difference.
-            if kind == "diag":
-                rows = far.any(axis=1)
-                log1p_q[rows] = _far_log1p_diag(X[rows], mean, factor, df)
-            else:
-                log1p_q[far] = _far_log1p_full(X[far], mean, factor, df)
-        if kind == "diag":
-            out[:, k] = (
-                d * _student_t_log_normaliser(df, 1)
-                - np.log(factor).sum()
-                - (df + 1) / 2 * log1p_q.sum(axis=1)
-            )
-        else:
-            out[:, k] = (
-                _student_t_log_normaliser(df, d)
-                - np.log(np.diag(factor)).sum()
-                - (df + d) / 2 * log1p_q
-            )
-    return out
+    return student_t_log_density(
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.ascontiguousarray(means, dtype=np.float64),
+        factors,
+        np.ascontiguousarray(dfs, dtype=np.float64),
+        kind,
+    )
 
 
 def _student_t_log_normaliser(df, d):
@@ -1088,37 +1060,3 @@ def _left_out_isotropic_log_density(X, labels, parameters, kappa, cholesky):
             - 0.5 * d * np.log(shape)
             - 0.5 * (nu + d) * np.log1p(ratio**2 * squared / (nu * shape))
         )
-
-
-def _scaled_difference(X, mean):
-    """(x - mean) / 2**e per row and e, exact and finite for any finite input."""
-    # Halving first keeps x - mean finite; the row's largest entry is then
-    # brought to about 1 by a power of two.
-    diff = X * 0.5 - mean * 0.5
-    top = np.abs(diff).max(axis=1)
-    exponent = np.where(top > 0, np.frexp(top)[1], 0)
-    return np.ldexp(diff, -exponent[:, None]), exponent + 1
-
-
-def _log_column_sum_of_squares(u):
-    """log((u * u).sum(axis=0)) without overflow (-inf for an all-zero column)."""
-    top = np.abs(u).max(axis=0)
-    out = np.full(top.shape, -np.inf)
-    some = top > 0
-    scaled = u[:, some] / top[some]
-    out[some] = np.log((scaled * scaled).sum(axis=0)) + 2 * np.log(top[some])
-    return out
-
-
-def _far_log1p_full(X, mean, factor, df):
-    diff, exponent = _scaled_difference(X, mean)
-    u = solve_triangular(factor, diff.T, lower=True, check_finite=False)
-    log_q = _log_column_sum_of_squares(u) + 2 * exponent * np.log(2.0)
-    return np.logaddexp(0.0, log_q - np.log(df))
-
-
-def _far_log1p_diag(X, mean, factor, df):
-    diff, exponent = _scaled_difference(X, mean)
-    with np.errstate(divide="ignore"):
-        log_u = np.log(np.abs(diff)) + exponent[:, None] * np.log(2.0) - np.log(factor)
-    return np.logaddexp(0.0, 2 * log_u - np.log(df))

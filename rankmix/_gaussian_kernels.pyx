@@ -50,18 +50,28 @@ triangular, A_jj^2 ~ chi^2(nu_n - j) (j = 0..d-1) and A_ij ~ N(0, 1) below the
 diagonal; then mu = m_n + C^{-T} z / sqrt(kappa_n), z ~ N(0, I), has covariance
 Sigma / kappa_n. ``diag`` draws sigma_j^2 = (psi_nj / 2) / Gamma(nu_n / 2) and
 mu_j ~ N(m_nj, sigma_j^2 / kappa_n), and keeps 1 / sigma_j in place of C.
+
+Scoring new rows (``score_samples``, ``predict_proba``) evaluates the Student-t
+predictives of a fitted draw's clusters, read off the states by
+``describe_states``: ``student_t_log_density`` fills the (rows, clusters) table
+in one compiled pass, parallel over blocks of rows, for the full, diagonal and
+spherical (``_isotropic_kernels``) families alike.
 """
 
 import numpy as np
 from scipy.special import gammaln
 
-from libc.math cimport INFINITY, M_LN2, M_PI, frexp, isfinite, lgamma, log, log1p, sqrt
+from libc.math cimport (
+    INFINITY, M_LN2, M_PI, exp, fabs, frexp, isfinite, ldexp, lgamma, log, log1p, sqrt,
+)
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
+from cython.parallel cimport prange, threadid
 from numpy.random cimport bitgen_t
 
 from ._family cimport Family, conjugate_family, explicit_parameters
+from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
@@ -850,6 +860,305 @@ cdef class NIWFamily(Family):
         See ``describe_states``.
         """
         return describe_states(self.model, states)
+
+
+# -- Student-t predictives of fitted draws, for scoring new rows -----------------------
+
+
+cdef enum:
+    # Rows per block of ``student_t_log_density``: a block's differences are kept
+    # feature-major, (d, SCORE_BLOCK), so that the inner loops run across the rows
+    # of the block, with no reduction (which C may not reorder, hence not
+    # vectorise), and every entry of a Cholesky factor read serves that many rows.
+    SCORE_BLOCK = 8
+    # The three Student-t families ``student_t_log_density`` scores.
+    SCORE_FULL = 0
+    SCORE_DIAG = 1
+    SCORE_SPHERICAL = 2
+
+# The scoring loop gives each OpenMP thread at least this many rows, so that a
+# small batch does not pay for starting and joining threads. The values do not
+# depend on it.
+cdef intp_t SCORE_MIN_ROWS_PER_THREAD = 128
+
+_SCORE_KINDS = {"full": SCORE_FULL, "diag": SCORE_DIAG, "spherical": SCORE_SPHERICAL}
+
+
+cdef inline double log1p_exp(double a) noexcept nogil:
+    """log(1 + e^a) without overflow: ``np.logaddexp(0, a)``."""
+    if a > 0.0:
+        return a + log1p(exp(-a))
+    return log1p(exp(a))
+
+
+cdef double far_log1p_q(
+        int kind,
+        const double* x,        # IN (d,)
+        const double* mean,     # IN (d,)
+        const double* factor,   # IN (d, d) row-major lower L (full) or &s (spherical)
+        intp_t d,
+        double df,
+        double* u,              # scratch (d,)
+) noexcept nogil:
+    """log(1 + |u|^2 / df), u = L^{-1} (x - mean), for a point so far out that
+    |u|^2 (or x - mean) overflows: in logarithms, from a rescaled difference.
+
+    x / 2 - mean / 2 is finite for any finite input; its largest entry is brought
+    to about 1 by a power of two (exact), the solve runs on that, and |u|^2 is
+    summed relative to the largest |u_j|, whose logarithm carries the scale.
+    """
+    cdef intp_t j, m
+    cdef double top = 0.0, s, log_q
+    cdef int exponent
+    for j in range(d):
+        u[j] = x[j] * 0.5 - mean[j] * 0.5
+        if fabs(u[j]) > top:
+            top = fabs(u[j])
+    if top == 0.0:
+        return 0.0
+    frexp(top, &exponent)
+    for j in range(d):
+        u[j] = ldexp(u[j], -exponent)
+    if kind == SCORE_FULL:
+        for j in range(d):
+            s = u[j]
+            for m in range(j):
+                s -= factor[j * d + m] * u[m]
+            u[j] = s / factor[j * d + j]
+    else:
+        for j in range(d):
+            u[j] /= factor[0]
+    top = 0.0
+    for j in range(d):
+        if fabs(u[j]) > top:
+            top = fabs(u[j])
+    s = 0.0
+    for j in range(d):
+        s += (u[j] / top) * (u[j] / top)
+    log_q = log(s) + 2.0 * log(top) + 2.0 * (exponent + 1) * M_LN2
+    return log1p_exp(log_q - log(df))
+
+
+cdef double diag_log1p_sum(
+        const double* diff,     # IN (d,) x - mean, with stride
+        intp_t stride,
+        const double* scale,    # IN (d,) per-feature scales
+        intp_t d,
+        double df,
+) noexcept nogil:
+    """sum_j log(1 + (diff_j / scale_j)^2 / df): the d factors multiplied, one log.
+
+    As ``state_log_kernel``, the running product is flushed to the log-sum before
+    it can overflow. inf or NaN when a term overflows (the caller's far branch).
+    """
+    cdef intp_t j
+    cdef double total = 0.0, product = 1.0, u, factor
+    for j in range(d):
+        u = diff[j * stride] / scale[j]
+        factor = 1.0 + u * u / df
+        if factor > PRODUCT_FLUSH:
+            total += log(factor)
+        else:
+            product *= factor
+            if product > PRODUCT_FLUSH:
+                total += log(product)
+                product = 1.0
+    return total + log(product)
+
+
+cdef double far_diag_log1p_sum(
+        const double* x,        # IN (d,)
+        const double* mean,     # IN (d,)
+        const double* scale,    # IN (d,)
+        intp_t d,
+        double df,
+) noexcept nogil:
+    """``diag_log1p_sum`` in logarithms, for a point whose terms overflow.
+
+    log |u_j| = log |x_j / 2 - mean_j / 2| + log 2 - log scale_j, finite (or
+    -inf) for any finite input; log(1 + u_j^2 / df) = log1p_exp(2 log |u_j| -
+    log df).
+    """
+    cdef intp_t j
+    cdef double total = 0.0, log_u
+    for j in range(d):
+        log_u = log(fabs(x[j] * 0.5 - mean[j] * 0.5)) + M_LN2 - log(scale[j])
+        total += log1p_exp(2.0 * log_u - log(df))
+    return total
+
+
+cdef void score_block(
+        int kind,
+        const double* X,          # IN (n, d) row-major rows
+        intp_t first,             # the block's first row
+        intp_t n_rows,            # its rows, 1..SCORE_BLOCK
+        intp_t d,
+        intp_t K,
+        const double* means,      # IN (K, d)
+        const double* factors,    # IN (K, d, d), (K, d) or (K,)
+        const double* dfs,        # IN (K,)
+        const double* log_const,  # IN (K,) log normaliser minus log |L|
+        const double* power,      # IN (K,) (df + d) / 2, or (df + 1) / 2 for diag
+        double* out,              # OUT (n, K) row-major
+        double* work,             # scratch (d * SCORE_BLOCK + d,)
+) noexcept nogil:
+    """Fill the rows ``first .. first + n_rows - 1`` of the log-density table."""
+    cdef intp_t b, j, m, k
+    cdef double* U = work                        # (d, SCORE_BLOCK) feature-major
+    cdef double* far_work = work + d * SCORE_BLOCK
+    cdef const double* mean
+    cdef const double* L
+    cdef const double* row
+    cdef double l, l_odd, s, df, value
+    cdef double acc[SCORE_BLOCK]
+    cdef double acc_odd[SCORE_BLOCK]
+    cdef double q[SCORE_BLOCK]
+    for k in range(K):
+        mean = means + k * d
+        df = dfs[k]
+        for j in range(d):
+            for b in range(n_rows):
+                U[j * SCORE_BLOCK + b] = X[(first + b) * d + j] - mean[j]
+            for b in range(n_rows, SCORE_BLOCK):
+                U[j * SCORE_BLOCK + b] = 0.0   # padding: computed, never read
+        for b in range(SCORE_BLOCK):
+            q[b] = 0.0
+        if kind == SCORE_FULL:
+            # Row-oriented forward substitution, u_j = (diff_j - sum_{m<j} L_jm u_m)
+            # / L_jj, for the block's rows at once; |u|^2 summed as entries come out.
+            # The sum over m runs in two accumulators (even and odd m): with one,
+            # each step waits for the previous subtraction, and the loop ran at
+            # half the speed.
+            L = factors + k * d * d
+            for j in range(d):
+                row = L + j * d
+                for b in range(SCORE_BLOCK):
+                    acc[b] = U[j * SCORE_BLOCK + b]
+                    acc_odd[b] = 0.0
+                for m in range(0, j - 1, 2):
+                    l = row[m]
+                    l_odd = row[m + 1]
+                    for b in range(SCORE_BLOCK):
+                        acc[b] -= l * U[m * SCORE_BLOCK + b]
+                        acc_odd[b] -= l_odd * U[(m + 1) * SCORE_BLOCK + b]
+                if j % 2:
+                    l = row[j - 1]
+                    for b in range(SCORE_BLOCK):
+                        acc[b] -= l * U[(j - 1) * SCORE_BLOCK + b]
+                for b in range(SCORE_BLOCK):
+                    l = (acc[b] + acc_odd[b]) / row[j]
+                    U[j * SCORE_BLOCK + b] = l
+                    q[b] += l * l
+        elif kind == SCORE_SPHERICAL:
+            s = factors[k]
+            for j in range(d):
+                for b in range(SCORE_BLOCK):
+                    l = U[j * SCORE_BLOCK + b] / s
+                    q[b] += l * l
+        for b in range(n_rows):
+            if kind == SCORE_DIAG:
+                value = diag_log1p_sum(U + b, SCORE_BLOCK, factors + k * d, d, df)
+                if not isfinite(value):
+                    value = far_diag_log1p_sum(
+                        X + (first + b) * d, mean, factors + k * d, d, df)
+            else:
+                value = log1p(q[b] / df)
+                if not isfinite(value):
+                    value = far_log1p_q(
+                        kind, X + (first + b) * d, mean,
+                        factors + k * d * d if kind == SCORE_FULL else factors + k,
+                        d, df, far_work)
+            out[(first + b) * K + k] = log_const[k] - power[k] * value
+
+
+def student_t_log_density(const double[:, ::1] X, const double[:, ::1] means,
+                          factors, const double[::1] dfs, kind):
+    """(n_samples, K) log-densities of K Student-t distributions, compiled.
+
+    The predictives of a fitted draw's clusters (``describe_states``), for
+    scoring new rows: one pass over the rows in blocks of SCORE_BLOCK, in
+    parallel over the blocks (OpenMP, at most ``max_threads()`` threads); each
+    row's values depend only on the row, so not on the number of threads. Points
+    so far out that |u|^2 overflows are scored in logarithms (``far_log1p_q``).
+    Besides the output, the memory is O(K + threads * d).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d), C-contiguous float64
+    means : ndarray of shape (K, d), C-contiguous float64
+        Locations.
+    factors : ndarray of shape (K, d, d), (K, d) or (K,)
+        Lower Cholesky factors L of the shape matrices ("full"), the per-feature
+        scales of a product of one-dimensional Student-t's ("diag"), or the
+        scale s of a multivariate Student-t of shape s^2 I ("spherical").
+    dfs : ndarray of shape (K,)
+        Degrees of freedom, positive.
+    kind : {"full", "diag", "spherical"}
+
+    Returns
+    -------
+    log_density : ndarray of shape (n_samples, K)
+
+    Notes
+    -----
+    With u = L^{-1} (x - m) the d-variate Student-t has
+
+        log f(x) = lgamma((df + d) / 2) - lgamma(df / 2) - d / 2 log(df pi)
+                   - log |L| - (df + d) / 2 log(1 + |u|^2 / df)
+
+    ("spherical": L = s I); "diag" is the sum of d one-dimensional cases.
+    """
+    cdef int code = _SCORE_KINDS[kind]
+    cdef intp_t n = X.shape[0], d = X.shape[1], K = means.shape[0]
+    shapes = {SCORE_FULL: (K, d, d), SCORE_DIAG: (K, d), SCORE_SPHERICAL: (K,)}
+    factor_array = np.ascontiguousarray(factors, dtype=np.float64)
+    if means.shape[1] != d or dfs.shape[0] != K or factor_array.shape != shapes[code]:
+        raise ValueError(
+            f"means, factors and dfs must have shapes {(K, d)}, {shapes[code]} and "
+            f"{(K,)} for kind={kind!r}")
+    cdef const double[::1] F = factor_array.ravel()
+    cdef double[:, ::1] out = np.empty((n, K), dtype=np.float64)
+    cdef double[::1] log_const = np.empty(K, dtype=np.float64)
+    cdef double[::1] power = np.empty(K, dtype=np.float64)
+    cdef intp_t k, j, block
+    cdef intp_t n_blocks = (n + SCORE_BLOCK - 1) // SCORE_BLOCK
+    cdef int tid
+    cdef int n_threads = max(1, min(max_threads(), n // SCORE_MIN_ROWS_PER_THREAD))
+    # per thread: the block (d, SCORE_BLOCK) and one row for the far branch,
+    # rounded up to 8 doubles (64 bytes) so that threads share no cache line
+    cdef intp_t stride = (d * SCORE_BLOCK + d + 7) // 8 * 8
+    cdef double[::1] scratch = np.empty(n_threads * stride, dtype=np.float64)
+    cdef double df, d_eff, log_det
+    if n == 0 or K == 0:
+        return np.asarray(out)
+    with nogil:
+        # lgamma writes the global signgam: the constants are computed here, once,
+        # outside the parallel loop
+        d_eff = 1.0 if code == SCORE_DIAG else <double> d
+        for k in range(K):
+            df = dfs[k]
+            log_det = 0.0
+            for j in range(d):
+                if code == SCORE_FULL:
+                    log_det += log(F[k * d * d + j * d + j])
+                elif code == SCORE_DIAG:
+                    log_det += log(F[k * d + j])
+                else:
+                    log_det += log(F[k])
+            log_const[k] = (
+                (d / d_eff) * (lgamma(0.5 * (df + d_eff)) - lgamma(0.5 * df)
+                               - 0.5 * d_eff * log(df * M_PI))
+                - log_det
+            )
+            power[k] = 0.5 * (df + d_eff)
+        for block in prange(n_blocks, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            score_block(
+                code, &X[0, 0], block * SCORE_BLOCK,
+                min(SCORE_BLOCK, n - block * SCORE_BLOCK), d, K, &means[0, 0],
+                &F[0], &dfs[0], &log_const[0], &power[0], &out[0, 0],
+                &scratch[tid * stride])
+    return np.asarray(out)
 
 
 def _chol_update_wrapper(L, v, bint downdate=False):

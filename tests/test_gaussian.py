@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import integrate, stats
+from scipy.special import gammaln
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import threadpool_limits
 
 from rankmix import DPGaussianClustering
 from rankmix._collapsed_chain import CollapsedChain
@@ -21,6 +23,7 @@ from rankmix._gaussian_kernels import (
     _chol_update_wrapper,
     _cholesky_wrapper,
     _log_product_wrapper,
+    student_t_log_density,
 )
 
 from . import _dp_reference as dpref
@@ -488,6 +491,143 @@ def test_score_samples_is_the_mean_of_the_draws_mixtures():
             )
         )
     assert_allclose(np.exp(model.score_samples(x)), density, rtol=1e-10)
+
+
+def student_t_problem(kind, d, n, seed=0, K=4):
+    """Random locations, factors and dfs of K Student-t's, and n rows to score."""
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=3.0, size=(K, d))
+    if kind == "full":
+        spd = [random_spd(rng, d) / d for _ in range(K)]
+        factors = np.linalg.cholesky(np.array(spd))
+    elif kind == "diag":
+        factors = rng.uniform(0.2, 3.0, size=(K, d))
+    else:
+        factors = rng.uniform(0.2, 3.0, size=K)
+    dfs = rng.uniform(0.5, 40.0, size=K)
+    return rng.normal(scale=4.0, size=(n, d)), means, factors, dfs
+
+
+def scipy_student_t(X, mean, factor, df, kind):
+    """log f(x) of one Student-t by SciPy, the reference of the compiled kernel."""
+    d = X.shape[1]
+    if kind == "diag":
+        return stats.t(df=df, loc=mean, scale=factor).logpdf(X).sum(axis=1)
+    shape = factor @ factor.T if kind == "full" else factor**2 * np.eye(d)
+    return np.atleast_1d(stats.multivariate_t(mean, shape, df=df).logpdf(X))
+
+
+@pytest.mark.parametrize("kind", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("d", [1, 2, 5, 40])
+def test_student_t_kernel_is_the_scipy_density(kind, d):
+    # 301 rows: whole blocks of the kernel and a last, partial one
+    X, means, factors, dfs = student_t_problem(kind, d, 301, seed=d)
+    density = student_t_log_density(X, means, factors, dfs, kind)
+    assert density.shape == (301, len(means))
+    for k in range(len(means)):
+        assert_allclose(
+            density[:, k], scipy_student_t(X, means[k], factors[k], dfs[k], kind),
+            rtol=1e-10,
+        )
+
+
+@pytest.mark.parametrize("kind", ["full", "diag", "spherical"])
+def test_student_t_kernel_does_not_depend_on_the_threads(kind):
+    # 1001 rows, so that two threads each get their 128 and more; far rows too
+    X, means, factors, dfs = student_t_problem(kind, 7, 1001)
+    X[::50] *= 1e160
+    with threadpool_limits(1, user_api="openmp"):
+        one = student_t_log_density(X, means, factors, dfs, kind)
+    with threadpool_limits(2, user_api="openmp"):
+        two = student_t_log_density(X, means, factors, dfs, kind)
+    assert_array_equal(one, two)
+    assert np.all(np.isfinite(one))
+
+
+@pytest.mark.parametrize("kind", ["full", "diag", "spherical"])
+def test_student_t_kernel_is_finite_and_right_for_far_points(kind):
+    # Past |u| ~ 1e154 the squared distance overflows and the kernel works in
+    # logarithms. x -> c x (with the locations and scales) shifts the density
+    # by -d log c exactly; c = 2**600 takes ordinary rows across the switch,
+    # where SciPy's density is finite, and exactly, a power of two.
+    d = 3
+    X, means, factors, dfs = student_t_problem(kind, d, 40)
+    X[-1] = [0.0, 0.0, 0.0]
+    X[-2] = means[1]  # at a location: u = 0 in both branches
+    scale = 2.0**600
+    far = student_t_log_density(X * scale, means * scale, factors * scale, dfs, kind)
+    near = student_t_log_density(X, means, factors, dfs, kind)
+    assert np.all(np.isfinite(far))
+    assert_allclose(far, near - d * np.log(scale), rtol=1e-12)
+    for k in range(len(means)):
+        assert_allclose(
+            near[:, k], scipy_student_t(X, means[k], factors[k], dfs[k], kind),
+            rtol=1e-10,
+        )
+    # Beyond 1e308 - mean the difference itself overflows; the tails are
+    # polynomial, so each factor of ten farther costs the same number of nats.
+    line = np.zeros((6, d))
+    line[:, 0] = [1e100, 1e150, 1e200, 1e250, 1e300, 1.7e308]
+    line[-1, 1] = -1.7e308
+    density = student_t_log_density(line, means, factors, dfs, kind)
+    assert np.all(np.isfinite(density))
+    assert np.all(np.diff(density, axis=0) < 0)
+    assert_allclose(np.diff(density[:5], n=2, axis=0), 0.0, atol=1e-6)
+
+
+def test_student_t_kernel_mixes_far_and_near_features_of_diag():
+    # "diag" is a product over features: one far feature takes the row to the
+    # far branch, whose other features must keep their ordinary terms.
+    X, means, factors, dfs = student_t_problem("diag", 4, 10)
+    X[:, 2] = 1e200
+    density = student_t_log_density(X, means, factors, dfs, "diag")
+    for k in range(len(means)):
+        ordinary = [0, 1, 3]
+        near = stats.t(
+            df=dfs[k], loc=means[k, ordinary], scale=factors[k, ordinary]
+        ).logpdf(X[:, ordinary])
+        # t-density at 1e200 in logs: a 1-d Student-t's tail, log of its constant
+        # minus (df + 1) / 2 log(u^2 / df) (the 1 is lost to rounding)
+        u = (1e200 - means[k, 2]) / factors[k, 2]
+        far = (
+            gammaln((dfs[k] + 1) / 2) - gammaln(dfs[k] / 2)
+            - 0.5 * np.log(dfs[k] * np.pi) - np.log(factors[k, 2])
+            - (dfs[k] + 1) / 2 * (2 * np.log(u) - np.log(dfs[k]))
+        )
+        assert_allclose(density[:, k], near.sum(axis=1) + far, rtol=1e-12)
+
+
+def test_student_t_kernel_refuses_mismatched_shapes():
+    X, means, factors, dfs = student_t_problem("full", 3, 5)
+    with pytest.raises(ValueError, match="shapes"):
+        student_t_log_density(X, means, factors[:, 0], dfs, "full")
+    with pytest.raises(ValueError, match="shapes"):
+        student_t_log_density(X, means, factors, dfs[:2], "full")
+    assert student_t_log_density(X[:0], means, factors, dfs, "full").shape == (0, 4)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical", "fixed"])
+def test_each_draw_is_scored_by_its_familys_density(covariance_type):
+    # every covariance_type reaches its own density: the Student-t predictive of
+    # its family, or the Gaussian predictive N(m, c^2 Sigma) of "fixed"
+    X, _ = make_blobs(n_samples=60, centers=3, n_features=3, random_state=0)
+    model = DPGaussianClustering(
+        covariance_type=covariance_type, n_iter=6, burn_in=4, thin=1, random_state=0
+    ).fit(X)
+    new = np.random.default_rng(1).normal(scale=5.0, size=(20, 3))
+    for parameters in model._draws:
+        means, _, factors, dfs = parameters[:4]
+        density = model._component_log_density(new, parameters)
+        for k in range(len(means)):
+            if covariance_type == "fixed":
+                expected = stats.multivariate_normal(
+                    means[k], factors[k] ** 2 * model.covariance_prior_
+                ).logpdf(new)
+            else:
+                expected = scipy_student_t(
+                    new, means[k], factors[k], dfs[k], covariance_type
+                )
+            assert_allclose(density[:, k], expected, rtol=1e-10)
 
 
 # -- estimator contracts ---------------------------------------------------------------
