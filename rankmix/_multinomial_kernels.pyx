@@ -301,6 +301,11 @@ cdef class MultinomialFamily(Family):
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)
 
+    def copy(self):
+        """This family itself: the callbacks write nothing (no scratch), so
+        chains and threads share it, and the rows are not copied again."""
+        return self
+
     def describe(self, states):
         """``(counts,)``: the clusters' per-feature counts, a (K, V) CSR matrix."""
         counts = np.rint(states[:, S_COUNTS:]).astype(np.int64)

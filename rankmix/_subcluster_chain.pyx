@@ -41,7 +41,8 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   clusters concerned;
 * the launch: ``n_launch`` restricted scans each draw the two sides'
   parameters theta_A, theta_B given their points (i and j alone in the first
-  scan) and re-allocate every point of S \\ {i, j} independently (in parallel)
+  scan; a random sample of about 1,000 of them when S is larger, each row's
+  own draw deciding) and re-allocate every point of S \\ {i, j} independently (in parallel)
   with probability proportional to n_A f(x | theta_A) or n_B f(x | theta_B): a
   stochastic 2-means seeded at i and j. The launch depends only on (i, j, S) and
   fresh random numbers, so it is the same in both directions of the move;
@@ -86,8 +87,8 @@ from libc.string cimport memcpy
 from ._collapsed_chain cimport CollapsedChain
 from ._dp_prior cimport escobar_west
 from ._family cimport (
-    STATE_COUNT, Family, family_add, family_log_kernel, family_log_likelihood_t,
-    family_log_marginal, family_rebuild, family_reset,
+    STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel, family_log_likelihood_t,
+    family_log_marginal, family_rebuild, family_remove, family_reset,
 )
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
@@ -107,6 +108,13 @@ cdef intp_t MIN_ROWS_PER_THREAD = 128
 # Singleton proposals per split-merge proposal: each costs K collapsed
 # predictives, about what a launch spends on K rows.
 cdef intp_t SINGLETON_MOVES = 10
+
+# The bits of a launch row's allocation (``proposed``): its side (1 for i's), not
+# yet allocated (the first scan), and in the sample of the next scan.
+cdef enum:
+    SIDE = 1
+    UNALLOCATED = 2
+    SAMPLED = 4
 
 
 cdef class SubclusterChain(CollapsedChain):
@@ -131,12 +139,16 @@ cdef class SubclusterChain(CollapsedChain):
         Start from sequential prediction instead of a random clustering.
     n_launch : int, default=2
         Restricted scans of each proposal's launch.
+    launch_sample_rows : float, default=1024
+        About how many rows of S a launch scan draws the sides' parameters from
+        (all of them when S is smaller; tests set it low to exercise the sample).
     """
 
     cdef public intp_t thread_cap    # at most this many threads (0: no cap)
     cdef uint64_t key[2]
     cdef intp_t P                    # doubles per parameter block
     cdef intp_t n_proposals, n_launch
+    cdef double launch_sample_rows
     cdef double* params              # (capacity, P)
     cdef double* log_pi              # (capacity,) unnormalised log weights
     cdef double* anchor_priority     # (capacity,)
@@ -150,10 +162,15 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double* side_params         # (2, P) theta_A, theta_B
     cdef intp_t* side_members        # (N,) the members of one side, for rebuilds
     cdef char* proposed              # (N,) the launch's allocation, 1 for i's side
+    # parallel rebuilds: one family copy (own scratch) per thread
+    cdef list thread_families
+    cdef ConjugateFamily* thread_tables
+    cdef intp_t n_tables
+    cdef int* rebuild_status          # (capacity,)
 
     def __init__(self, Family family, double alpha, intp_t n_split_merge, alpha_prior,
                  intp_t init_clusters, bit_generator, bint sequential_init=False,
-                 intp_t n_launch=2):
+                 intp_t n_launch=2, double launch_sample_rows=1024.0):
         if family.c.param_width <= 0:
             raise ValueError(
                 f"{type(family).__name__} has no explicit parameters: the sub-cluster "
@@ -164,6 +181,9 @@ cdef class SubclusterChain(CollapsedChain):
                 f"its only source of new clusters (got {n_split_merge}).")
         if n_launch < 1:
             raise ValueError(f"n_launch must be >= 1, got {n_launch}")
+        if not launch_sample_rows >= 1.0:
+            raise ValueError(f"launch_sample_rows must be >= 1, got {launch_sample_rows}")
+        self.launch_sample_rows = launch_sample_rows
         self.P = family.c.param_width
         super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
                          bit_generator, None, 1e-32, 0, sequential_init)
@@ -180,6 +200,14 @@ cdef class SubclusterChain(CollapsedChain):
         self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.proposed = <char*> grow_array(NULL, n * sizeof(char))
         self.side_params = <double*> grow_array(NULL, 2 * self.P * sizeof(double))
+        # a family's callbacks write to its context's scratch: a thread that
+        # rebuilds states needs a copy of its own (the data are shared)
+        self.thread_families = [self.family.copy() for _ in range(max(1, max_threads()))]
+        self.n_tables = len(self.thread_families)
+        self.thread_tables = <ConjugateFamily*> grow_array(
+            NULL, self.n_tables * sizeof(ConjugateFamily))
+        for t, copy in enumerate(self.thread_families):
+            self.thread_tables[t] = (<Family> copy).c
 
     def __dealloc__(self):
         free(self.params); free(self.log_pi)
@@ -187,6 +215,7 @@ cdef class SubclusterChain(CollapsedChain):
         free(self.new_labels); free(self.scratch)
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
+        free(self.thread_tables); free(self.rebuild_status)
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """The base's slot arrays, and the per-slot parameters and anchors."""
@@ -197,6 +226,7 @@ cdef class SubclusterChain(CollapsedChain):
         self.anchor_priority = <double*> grow_array(
             self.anchor_priority, capacity * sizeof(double))
         self.anchor_row = <intp_t*> grow_array(self.anchor_row, capacity * sizeof(intp_t))
+        self.rebuild_status = <int*> grow_array(self.rebuild_status, capacity * sizeof(int))
         CollapsedChain._grow(self, capacity)
         return 0
 
@@ -222,6 +252,31 @@ cdef class SubclusterChain(CollapsedChain):
         # 8 doubles (64 bytes) so that threads do not share cache lines
         cdef intp_t size = self.slots.capacity + 1 + 4 + self.f.work_width
         return (size + 7) // 8 * 8
+
+    cdef int _rebuild_all(self) except -1 nogil:
+        """Every active cluster's state afresh from its members, the clusters
+        shared among the threads (each cluster's state is one thread's work, so
+        the states do not depend on the number of threads)."""
+        cdef intp_t a, c, tid, n_active = self.slots.n_active, W = self.W
+        cdef intp_t n_threads = min(self._n_threads(self.N), self.n_tables, n_active)
+        cdef double* states = self.states
+        cdef const intp_t* members = self.members
+        cdef const intp_t* start = self.slots.member_start
+        cdef const intp_t* active = self.slots.active
+        cdef ConjugateFamily* tables = self.thread_tables
+        cdef int* status = self.rebuild_status
+        if self.n_tables == 0:   # the base's start, before __init__ made the copies
+            return CollapsedChain._rebuild_all(self)
+        self._group_members()
+        for a in prange(n_active, schedule="dynamic", num_threads=max(1, n_threads)):
+            tid = threadid()
+            c = active[a]
+            status[a] = family_rebuild(&tables[tid], states + c * W, members + start[c],
+                                       start[c + 1] - start[c])
+        for a in range(n_active):
+            if status[a] < 0:
+                self._fail()
+        return 0
 
     # -- the sweep -----------------------------------------------------------------
 
@@ -351,9 +406,15 @@ cdef class SubclusterChain(CollapsedChain):
                     m += 1
         log_q = self._launch(sweep, t, i, j, m, split)
 
-        # the sides' states (state_a, state_b from the launch's final allocation)
-        n_a = self._side_state(self.state_a, i, m, self.side, 1)
-        n_b = self._side_state(self.state_b, j, m, self.side, 0)
+        # the sides' states: the proposed split's, or the current clusters'
+        if split:
+            n_a = self._side_state(self.state_a, i, m, self.side, 1, SIDE)
+            n_b = self._side_state(self.state_b, j, m, self.side, 0, SIDE)
+        else:
+            n_a = self._size(c_a)
+            n_b = self._size(c_b)
+            memcpy(self.state_a, self._state(c_a), self.W * sizeof(double))
+            memcpy(self.state_b, self._state(c_b), self.W * sizeof(double))
         log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                      - lgamma(<double> n_c)
                      + family_log_marginal(&self.f, self.state_a)
@@ -449,13 +510,16 @@ cdef class SubclusterChain(CollapsedChain):
         if n_c < 2:
             return False
         a = self._member(c, uniform_index(self.rng, n_c))
-        # c without a, in scratch, from its other members
-        for b in range(n_c):
-            self.side_members[b] = self._member(c, b)
-            if self.side_members[b] == a:
-                self.side_members[b] = self._member(c, n_c - 1)
-        if family_rebuild(&self.f, self.state_m, self.side_members, n_c - 1) < 0:
-            self._fail()
+        # c without a, in scratch: a removal, or (if it fails numerically) a
+        # rebuild from c's other members
+        memcpy(self.state_m, self._state(c), self.W * sizeof(double))
+        if family_remove(&self.f, self.state_m, a) < 0:
+            for b in range(n_c):
+                self.side_members[b] = self._member(c, b)
+                if self.side_members[b] == a:
+                    self.side_members[b] = self._member(c, n_c - 1)
+            if family_rebuild(&self.f, self.state_m, self.side_members, n_c - 1) < 0:
+                self._fail()
         log_z = self._absorb_weights(a, -1, self.state_m, c)
         log_ratio = (log(self.alpha) + self.log_prior_predictive[a] - log_z
                      - log(<double> (K + 1)) + log(<double> K) + log(<double> n_c))
@@ -469,14 +533,14 @@ cdef class SubclusterChain(CollapsedChain):
         return True
 
     cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
-                            const char* sides, char value) except -1 nogil:
-        """``state`` <- the statistics of ``anchor`` and the launch rows whose
-        ``sides`` entry is ``value``; returns their number."""
+                            const char* sides, char value, char mask) except -1 nogil:
+        """``state`` <- the statistics of ``anchor`` and the launch rows r with
+        ``sides[r] & mask == value``; returns their number."""
         cdef intp_t k, r, n = 1
         self.side_members[0] = anchor
         for k in range(m):
             r = self.launch_rows[k]
-            if sides[r] == value:
+            if sides[r] & mask == value:
                 self.side_members[n] = r
                 n += 1
         if family_rebuild(&self.f, state, self.side_members, n) < 0:
@@ -491,7 +555,13 @@ cdef class SubclusterChain(CollapsedChain):
         reads them), and on exit the proposed allocation (a split) or still the
         current one (a merge), whose log-probability under the last scan is
         returned. Everything random here is a function of (i, j, S) and fresh
-        draws, the same for a split and a merge.
+        draws keyed by the rows, the same for a split and a merge.
+
+        A scan's sides' parameters are drawn given a random sample of about
+        ``launch_sample_rows`` of their rows (each row's own Philox draw decides), so
+        that a launch over a large S costs its parallel allocations, not
+        sequential rebuilds; only the last scan's allocation is proposed, and
+        it covers every row.
         """
         cdef intp_t k, r, s, tid, P = self.P
         cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
@@ -499,6 +569,7 @@ cdef class SubclusterChain(CollapsedChain):
         cdef double* scratch = self._thread_scratch(n_threads)
         cdef double* draws
         cdef double la, lb, log_a, log_b, log_n_a, log_n_b, log_q = 0.0
+        cdef double rate = min(1.0, self.launch_sample_rows / (m + 1.0))
         cdef const char* side = self.side
         cdef char* proposed = self.proposed
         cdef const intp_t* rows = self.launch_rows
@@ -510,13 +581,15 @@ cdef class SubclusterChain(CollapsedChain):
         cdef void* context = self.f.segments.context
         cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
         cdef bint evaluate
-        # the first scan's sides are i and j alone (2: on neither side)
+        # the first scan's sides are i and j alone
         for k in range(m):
-            proposed[rows[k]] = 2
+            proposed[rows[k]] = UNALLOCATED
         for s in range(1, self.n_launch + 1):
-            # the sides' parameters given the launch's allocation so far
-            log_n_a = log(<double> self._side_state(self.state_a, i, m, proposed, 1))
-            log_n_b = log(<double> self._side_state(self.state_b, j, m, proposed, 0))
+            # the sides' parameters given the sampled rows of the allocation so far
+            log_n_a = log(<double> self._side_state(
+                self.state_a, i, m, proposed, SAMPLED | 1, SAMPLED | SIDE))
+            log_n_b = log(<double> self._side_state(
+                self.state_b, j, m, proposed, SAMPLED, SAMPLED | SIDE))
             if (self.f.draw_params(context, self.state_a, self.rng, self.side_params) < 0
                     or self.f.draw_params(context, self.state_b, self.rng,
                                           self.side_params + P) < 0):
@@ -533,15 +606,15 @@ cdef class SubclusterChain(CollapsedChain):
                 log_a = log_share(la, lb)
                 log_b = log_share(lb, la)
                 if not evaluate:
-                    proposed[r] = log(draws[0]) < log_a
-                if (side[r] if evaluate else proposed[r]):
+                    proposed[r] = (log(draws[0]) < log_a) | (SAMPLED if draws[1] < rate else 0)
+                if (side[r] if evaluate else proposed[r] & SIDE):
                     log_q_rows[k] = log_a
                 else:
                     log_q_rows[k] = log_b
         for k in range(m):
             log_q += log_q_rows[k]
             if split:
-                self.side[rows[k]] = proposed[rows[k]]
+                self.side[rows[k]] = proposed[rows[k]] & SIDE
         return log_q
 
     # -- Python interface ------------------------------------------------------------

@@ -170,3 +170,29 @@ def test_subcluster_needs_split_merge_proposals():
     X, _ = _blobs(50, 2, 2)
     with pytest.raises(ValueError, match="n_split_merge"):
         DPGaussianClustering(sampler="subcluster", n_split_merge=0).fit(X)
+
+
+def test_a_launch_from_sampled_rows_keeps_the_chain_exact():
+    # the launch's scans draw the sides' parameters from a sample of the rows of
+    # S when S is large; with a sample of about 2 rows the tiny problem takes
+    # that path on every proposal, and the chain still matches the enumeration
+    from tests import _dp_reference as dpref
+    from tests import _gaussian_reference as gref
+    from tests.test_gaussian import TINY_X2, prior_args
+
+    m0, kappa0, nu0, psi0 = prior_args("full", 2)
+    posterior = gref.exact_partition_posterior(
+        TINY_X2, 1.0, "full", m0, kappa0, nu0, psi0
+    )
+    family = NIWModel(m0, kappa0, nu0, psi0, True, len(TINY_X2)).family(TINY_X2)
+    chain = SubclusterChain(
+        family, 1.0, 3, None, 2, np.random.PCG64(0), launch_sample_rows=2.0
+    )
+    chain.sweep(200)
+    draws = []
+    for _ in range(15000):
+        chain.sweep()
+        draws.append(chain.snapshot()[0])
+    cocluster, k_dist = dpref.draw_statistics(np.array(draws))
+    assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
+    assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
