@@ -126,7 +126,8 @@ def run_chains(
     # chains beside it: n_jobs chains at once on OpenMP's threads would
     # oversubscribe the cores, which busy-waiting threads make far slower than
     # running them in turn.
-    thread_cap = max(1, openmp_threads() // max(1, min(effective_n_jobs(n_jobs), n_chains)))
+    side_by_side = max(1, min(effective_n_jobs(n_jobs), n_chains))
+    thread_cap = max(1, openmp_threads() // side_by_side)
     try:
         # Threads by default: the sweeps release the GIL and the chains share the
         # data; joblib.parallel_config(backend=...) overrides the preference,

@@ -10,9 +10,8 @@ from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
-from ._gaussian_kernels import NIWModel
+from ._gaussian_kernels import NIWModel, student_t_log_density
 from ._gaussian_kernels import describe_states as describe_niw_states
-from ._gaussian_kernels import student_t_log_density
 from ._isotropic_kernels import IsotropicModel
 from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
