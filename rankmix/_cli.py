@@ -19,20 +19,21 @@ import numpy as np
 
 from . import __version__
 from ._cli_common import (
+    SAMPLERS,
+    SUBCLUSTER_SPLIT_MERGE,
     InputError,
     fit_model,
     n_clusters_per_draw,
     plural,
     posterior_n_clusters,
     print_warnings,
+    sampler_parameters,
 )
 from ._cli_read import is_preflib, parse_delimiter, read_rankings
 from ._demo import add_parser as add_demo_parser
 from ._demo import run_demo
 from ._diagnostics import RHAT_THRESHOLD, rhat
 from ._mallows import DPMallowsClustering
-
-SAMPLERS = ("beta-gibbs", "slice-gibbs")
 
 # The name in usage lines and errors when it cannot be told from sys.argv[0].
 DEFAULT_PROG = "python -m rankmix"
@@ -340,7 +341,11 @@ def _add_sampler_options(parser, n_iter):
         "--sampler",
         choices=SAMPLERS,
         default="beta-gibbs",
-        help="MCMC sampler of Meila & Chen (default: %(default)s)",
+        help=(
+            "MCMC sampler: Meila & Chen's beta-gibbs or slice-gibbs, or subcluster "
+            f"(parallel, with {SUBCLUSTER_SPLIT_MERGE} split-merge proposals per "
+            "sweep) (default: %(default)s)"
+        ),
     )
     parser.add_argument(
         "--n-iter",
@@ -553,7 +558,7 @@ def _run_fit(args):
     model = DPMallowsClustering(
         alpha=args.alpha,
         nu=args.nu,
-        sampler=args.sampler,
+        **sampler_parameters(args.sampler),
         n_items=len(names),
         n_iter=args.n_iter,
         burn_in=burn_in,

@@ -14,7 +14,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from . import mallows
-from ._cli_common import fit_model, posterior_n_clusters, print_warnings
+from ._cli_common import (
+    fit_model,
+    posterior_n_clusters,
+    print_warnings,
+    sampler_parameters,
+)
 from ._gaussian import DPGaussianClustering
 from ._mallows import DPMallowsClustering
 from .datasets import make_mallows_mixture
@@ -106,7 +111,7 @@ def run_demo(args):
 
     burn_in = args.n_iter // 2
     model = DPMallowsClustering(
-        sampler=args.sampler,
+        **sampler_parameters(args.sampler),
         n_iter=args.n_iter,
         burn_in=burn_in,
         n_chains=2,

@@ -417,6 +417,24 @@ def test_fit(rankings_file, capsys):
     )
 
 
+def test_fit_subcluster_sampler(rankings_file, capsys, monkeypatch):
+    # --sampler subcluster runs the parallel sampler with the split-merge
+    # proposals it needs (the estimator's default of none would be refused)
+    from rankmix import _cli
+
+    fitted = []
+    original = _cli.fit_model
+    monkeypatch.setattr(
+        _cli, "fit_model", lambda model, X: fitted.append(model) or original(model, X)
+    )
+    code, out, _ = run(
+        ["fit", str(rankings_file), *FAST, "--sampler", "subcluster"], capsys
+    )
+    assert code == 0
+    assert sum(printed_sizes(out)) == N_GROUPS
+    assert fitted[0].sampler == "subcluster" and fitted[0].n_split_merge == 10
+
+
 def test_fit_top(rankings_file, capsys):
     code, out, _ = run(["fit", str(rankings_file), *FAST, "--top", "1"], capsys)
     assert code == 0
