@@ -196,3 +196,29 @@ def test_a_launch_from_sampled_rows_keeps_the_chain_exact():
     cocluster, k_dist = dpref.draw_statistics(np.array(draws))
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
+
+
+def test_a_warm_start_continues_the_chain():
+    # the rows' counters are the chain's sweeps since its start, so two warm fits
+    # of 10 sweeps give the draws of one fit of 20
+    X, _ = _blobs(300, 3, 3)
+    params = dict(sampler="subcluster", burn_in=5, n_chains=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm = DPGaussianClustering(n_iter=10, warm_start=True, **params).fit(X)
+        warm.fit(X)
+        once = DPGaussianClustering(n_iter=20, **params).fit(X)
+    assert_array_equal(warm.label_samples_, once.label_samples_)
+    assert_array_equal(warm.trace_["log_joint"], once.trace_["log_joint"])
+
+
+@pytest.mark.parametrize("X", [np.zeros((40, 3)), np.ones((2, 2)) * 1e6])
+def test_degenerate_data(X):
+    # identical rows and two far rows: the chains run and give one or two clusters
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPGaussianClustering(
+            sampler="subcluster", covariance_type="diag", n_iter=10, burn_in=5,
+            random_state=0,
+        ).fit(X)
+    assert 1 <= model.n_clusters_ <= len(X)
