@@ -12,17 +12,18 @@ sub-cluster splits", for any family of the core that draws explicit parameters
    exact anchored restricted step of ``_restricted.pxd``: conditionally on the
    parameters the rows are independent, so a row costs K likelihoods and no
    communication;
-3. rebuilds the clusters' states (sufficient statistics) from the labels;
+3. rebuilds the clusters' states (sufficient statistics) from the labels, the
+   clusters shared among the threads;
 4. runs ``n_split_merge`` split or merge proposals, each from two sub-clusters
    fitted to the points concerned (below), an exact Metropolis-Hastings step;
-5. runs 10 ``n_split_merge`` singleton proposals (below), which absorb the
+5. runs 10 x ``n_split_merge`` singleton proposals (below), which absorb the
    singletons that a sequential start or a split leaves;
 6. draws alpha | K by Escobar & West's step when alpha has a prior.
 
-Steps 1 and 3 are the parameters going out and the statistics coming back of a
-distributed sweep; every random number of a row comes from Philox counted by
-(row, sweep, purpose), so the labels do not depend on the number of threads. The
-sub-cluster moves are the only source of new clusters.
+Steps 1 and 3 are where a sweep over sharded rows would send the parameters out
+and bring the statistics back. Every random number of a row comes from Philox
+counted by (row, sweep, purpose), so the labels do not depend on the number of
+threads. The split and singleton moves are the only source of new clusters.
 
 Sub-clusters and exactness
 --------------------------
@@ -42,10 +43,11 @@ state, which makes the move exact and keeps what the sub-clusters are for:
 * the launch: ``n_launch`` restricted scans each draw the two sides'
   parameters theta_A, theta_B given their points (i and j alone in the first
   scan; a random sample of about 1,000 of them when S is larger, each row's
-  own draw deciding) and re-allocate every point of S \\ {i, j} independently (in parallel)
-  with probability proportional to n_A f(x | theta_A) or n_B f(x | theta_B): a
-  stochastic 2-means seeded at i and j. The launch depends only on (i, j, S) and
-  fresh random numbers, so it is the same in both directions of the move;
+  own draw deciding) and re-allocate every point of S \\ {i, j} independently
+  (in parallel) with probability proportional to n_A f(x | theta_A) or
+  n_B f(x | theta_B): a stochastic 2-means seeded at i and j. The launch
+  depends only on (i, j, S) and fresh random numbers, so it is the same in both
+  directions of the move;
 * the last scan's allocation is the proposal: a split draws it, with probability
   q(A, B) = the product of the chosen sides' probabilities; a merge computes the
   q(A, B) of the current pair of clusters;
@@ -87,8 +89,9 @@ from libc.string cimport memcpy
 from ._collapsed_chain cimport CollapsedChain
 from ._dp_prior cimport escobar_west
 from ._family cimport (
-    STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel, family_log_likelihood_t,
-    family_log_marginal, family_rebuild, family_remove, family_reset,
+    STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
+    family_log_likelihood_t, family_log_marginal, family_rebuild, family_remove,
+    family_reset,
 )
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
