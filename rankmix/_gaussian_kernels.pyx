@@ -79,6 +79,18 @@ from ._rng cimport random_standard_gamma, random_standard_normal
 cdef double PRODUCT_FLUSH = 1e150
 
 
+cdef inline void flushed_product(double factor, double* log_sum, double* product) noexcept nogil:
+    """Multiply ``factor`` (>= 1) into ``product``, moving it into ``log_sum`` in logs
+    before it can overflow: sum_j log(factor_j) = log_sum + log(product) at the end."""
+    if factor > PRODUCT_FLUSH:
+        log_sum[0] += log(factor)
+    else:
+        product[0] *= factor
+        if product[0] > PRODUCT_FLUSH:
+            log_sum[0] += log(product[0])
+            product[0] = 1.0
+
+
 # -- Cholesky factors ---------------------------------------------------------------
 # L is lower triangular, stored column-major: L_ik (i >= k) is L[k * d + i].
 
@@ -424,7 +436,7 @@ cdef double state_log_kernel(
     cdef const double* scale = s + p.scale_off
     cdef const double* inv = s + p.inv_off
     cdef const double* col
-    cdef double q = 0.0, z, diff, factor, product = 1.0
+    cdef double q = 0.0, z, diff, product = 1.0
     if p.full:
         # Column-oriented forward substitution: u = L^{-1} (x - m), |u|^2 summed as
         # the entries come out.
@@ -440,14 +452,7 @@ cdef double state_log_kernel(
     # diag: a product of d one-dimensional Student-t terms, one log for all of them
     for j in range(d):
         diff = x[j] - mean[j]
-        factor = 1.0 + coef * diff * diff * inv[j]
-        if factor > PRODUCT_FLUSH:
-            q += log(factor)
-        else:
-            product *= factor
-            if product > PRODUCT_FLUSH:
-                q += log(product)
-                product = 1.0
+        flushed_product(1.0 + coef * diff * diff * inv[j], &q, &product)
     return -half_power * (q + log(product))
 
 
@@ -952,17 +957,10 @@ cdef double diag_log1p_sum(
     it can overflow. inf or NaN when a term overflows (the caller's far branch).
     """
     cdef intp_t j
-    cdef double total = 0.0, product = 1.0, u, factor
+    cdef double total = 0.0, product = 1.0, u
     for j in range(d):
         u = diff[j * stride] / scale[j]
-        factor = 1.0 + u * u / df
-        if factor > PRODUCT_FLUSH:
-            total += log(factor)
-        else:
-            product *= factor
-            if product > PRODUCT_FLUSH:
-                total += log(product)
-                product = 1.0
+        flushed_product(1.0 + u * u / df, &total, &product)
     return total + log(product)
 
 
