@@ -190,17 +190,24 @@ cdef class CollapsedChain:
     sequential_init : bool, default=False
         Start from sequential prediction (``_initialise_sequential``) instead of
         the random clustering into ``init_clusters``.
+    prior_predictive : array-like of shape (N,), default=None
+        log p(x_i) under the prior, for a chain whose rows the family does not
+        hold (N is its length); None computes it from the family's rows.
     """
 
     def __init__(
         self, Family family, double alpha, bint gibbs, intp_t n_split_merge,
         alpha_prior, intp_t init_clusters, bit_generator, permutation=None,
         double beam_tolerance=1e-32, intp_t burn_in=0, bint sequential_init=False,
+        prior_predictive=None,
     ):
         cdef intp_t i, n_init
         self.family = family.copy()
         self.f = self.family.c
-        self.N = self.family.n_points
+        # a chain whose rows are elsewhere (Dask workers: ``_subcluster_chain``)
+        # is given log p(x_i) of its rows, and its family holds none of them
+        self.N = (self.family.n_points if prior_predictive is None
+                  else len(prior_predictive))
         self.W = self.f.segments.width
         self.alpha = alpha
         self.gibbs = gibbs
@@ -222,11 +229,14 @@ cdef class CollapsedChain:
                 or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
         # log p(x_i) under the prior: the new-cluster weight less log alpha
-        self.log_prior_predictive = np.empty(self.N, dtype=np.float64)
-        family_reset(&self.f, self.state_m)
-        for i in range(self.N):
-            self.log_prior_predictive[i] = self.f.log_predictive(
-                self.f.segments.context, self.state_m, i)
+        if prior_predictive is not None:
+            self.log_prior_predictive = np.array(prior_predictive, dtype=np.float64)
+        else:
+            self.log_prior_predictive = np.empty(self.N, dtype=np.float64)
+            family_reset(&self.f, self.state_m)
+            for i in range(self.N):
+                self.log_prior_predictive[i] = self.f.log_predictive(
+                    self.f.segments.context, self.state_m, i)
         if permutation not in _PERMUTATION_MODES:
             raise ValueError(f"permutation must be None, 'exact' or 'beta', got {permutation!r}")
         if not 0.0 <= beam_tolerance < 1.0:

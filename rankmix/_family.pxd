@@ -35,6 +35,24 @@ A family that also offers its cluster parameters theta explicitly sets, with
 
 The tests check both against the collapsed callbacks: the posterior mean of
 f(x | theta) is the predictive p(x | state) (``tests/test_subcluster.py``).
+
+Block moments (rows in blocks, in-process or on Dask workers)
+--------------------------------------------------------------
+A family whose statistics add up over disjoint sets of points also sets, with
+``block_moments(&family.c, ...)``, a ``moments_width`` and three callbacks over a
+"moments" block (the family's own additive summary, n first):
+
+* ``moments(context, members, n, out)``: the moments of the points ``members[:n]``;
+* ``moments_merge(context, acc, other)``: ``acc`` <- the moments of the union (an
+  exact no-op when ``other`` is empty, a copy when ``acc`` is);
+* ``moments_state(context, moments, state)``: the state of those points; < 0 on a
+  numerical failure.
+
+The sub-cluster chain builds every state from these: the rows are cut into fixed
+blocks of ``row_block`` rows, each block's moments are computed on their own and
+merged in block order. Floating-point sums depend on their order, and this order
+is fixed by the rows alone, so a state is the same to the last bit whether the
+blocks are computed by one thread, by many, or on Dask workers holding the rows.
 """
 
 from numpy.random cimport bitgen_t
@@ -71,6 +89,13 @@ ctypedef int (*family_draw_params_t)(
     void* context, const double* state, bitgen_t* rng, double* params) noexcept nogil
 ctypedef double (*family_log_likelihood_t)(
     void* context, const double* params, intp_t point, double* work) noexcept nogil
+# block moments (module docstring)
+ctypedef void (*family_moments_t)(
+    void* context, const intp_t* members, intp_t n, double* out) noexcept nogil
+ctypedef void (*family_moments_merge_t)(
+    void* context, double* acc, const double* other) noexcept nogil
+ctypedef int (*family_moments_state_t)(
+    void* context, const double* moments, double* state) noexcept nogil
 
 
 cdef struct ConjugateFamily:
@@ -92,6 +117,11 @@ cdef struct ConjugateFamily:
     intp_t work_width
     family_draw_params_t draw_params
     family_log_likelihood_t log_likelihood
+    # block moments; moments_width = 0 where the family has none
+    intp_t moments_width
+    family_moments_t moments
+    family_moments_merge_t moments_merge
+    family_moments_state_t moments_state
 
 
 cdef class Family:
@@ -127,6 +157,10 @@ cdef inline ConjugateFamily conjugate_family(
     f.work_width = 0
     f.draw_params = NULL
     f.log_likelihood = NULL
+    f.moments_width = 0
+    f.moments = NULL
+    f.moments_merge = NULL
+    f.moments_state = NULL
     return f
 
 
@@ -139,6 +173,17 @@ cdef inline void explicit_parameters(
     f.work_width = work_width
     f.draw_params = draw_params
     f.log_likelihood = log_likelihood
+
+
+cdef inline void block_moments(
+        ConjugateFamily* f, intp_t moments_width, family_moments_t moments,
+        family_moments_merge_t moments_merge, family_moments_state_t moments_state,
+) noexcept:
+    """Give a family's table its block moments (module docstring)."""
+    f.moments_width = moments_width
+    f.moments = moments
+    f.moments_merge = moments_merge
+    f.moments_state = moments_state
 
 
 # -- the calls, spelt once -----------------------------------------------------------

@@ -35,6 +35,41 @@ cdef class Family:
         """
         raise NotImplementedError
 
+    def rebound(self, X):
+        """The same model bound to other rows ``X`` (its tables, sized for the
+        training rows, are shared): a Dask worker's block of rows, or the one row a
+        client-side move reads. A subclass whose ``__reduce__`` arguments are not
+        ``(model, X)`` overrides this."""
+        factory, arguments = self.__reduce__()
+        return factory(arguments[0], X)
+
+    @property
+    def has_block_moments(self):
+        """Whether the family builds states from block moments (``_family.pxd``)."""
+        return self.c.moments_width > 0
+
+    def _blocked_state(self, members, intp_t row_block):
+        """The state of the rows ``members`` (sorted) from block moments (for tests):
+        the moments of each run of members within a block of ``row_block`` rows,
+        merged in block order."""
+        if not self.has_block_moments:
+            raise ValueError("this family has no block moments")
+        cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
+        cdef intp_t M = self.c.moments_width, start = 0, stop, n = idx.shape[0]
+        cdef double[::1] acc = np.zeros(M)
+        cdef double[::1] part = np.empty(M)
+        cdef double[::1] state = np.empty(self.c.segments.width)
+        while start < n:
+            stop = start
+            while stop < n and idx[stop] // row_block == idx[start] // row_block:
+                stop += 1
+            self.c.moments(self.c.segments.context, &idx[start], stop - start, &part[0])
+            self.c.moments_merge(self.c.segments.context, &acc[0], &part[0])
+            start = stop
+        if self.c.moments_state(self.c.segments.context, &acc[0], &state[0]) < 0:
+            raise FloatingPointError(self.failure_message)
+        return np.asarray(state)
+
     @property
     def has_explicit_parameters(self):
         """Whether the family draws explicit parameters (the sub-cluster sampler)."""

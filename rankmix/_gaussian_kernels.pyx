@@ -70,7 +70,7 @@ from libc.string cimport memcpy
 from cython.parallel cimport prange, threadid
 from numpy.random cimport bitgen_t
 
-from ._family cimport Family, conjugate_family, explicit_parameters
+from ._family cimport Family, block_moments, conjugate_family, explicit_parameters
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 
@@ -408,6 +408,106 @@ cdef int state_rebuild(
     return 0
 
 
+# -- block moments (``_family.pxd``): [n, xbar (d), M2 (scale_size)] ---------------
+# M2 is the scatter about xbar, sum_i (x_i - xbar)(x_i - xbar)^T, kept as the
+# ``scale`` is: entries (k, j), k >= j, at j * d + k (full), the diagonal (diag).
+
+
+cdef void moments_of(
+        const NIW* p,
+        const double* X,          # IN (N, d) row-major data
+        const intp_t* members,    # IN (n,) rows of X
+        intp_t n,
+        double* out,              # OUT (1 + d + scale_size,)
+) noexcept nogil:
+    """The moments of the rows ``members`` (two passes, as ``state_rebuild``)."""
+    cdef intp_t i, j, k, d = p.d
+    cdef double* xbar = out + 1
+    cdef double* M2 = out + 1 + d
+    cdef const double* x
+    cdef double yj
+    out[0] = n
+    for j in range(p.scale_size):
+        M2[j] = 0.0
+    if n == 0:
+        for j in range(d):
+            xbar[j] = 0.0
+        return
+    members_mean(X, members, n, d, xbar)
+    for i in range(n):
+        x = X + members[i] * d
+        for j in range(d):
+            yj = x[j] - xbar[j]
+            if p.full:
+                for k in range(j, d):
+                    M2[j * d + k] += yj * (x[k] - xbar[k])
+            else:
+                M2[j] += yj * yj
+
+
+cdef void moments_merge(const NIW* p, double* acc, const double* other) noexcept nogil:
+    """acc <- the moments of the union (Chan, Golub & LeVeque's pairwise update)."""
+    cdef intp_t j, k, d = p.d
+    cdef double na = acc[0], nb = other[0], n = na + nb, c
+    cdef double* xbar = acc + 1
+    cdef double* M2 = acc + 1 + d
+    cdef const double* xbar_b = other + 1
+    cdef const double* M2_b = other + 1 + d
+    if nb == 0.0:
+        return
+    if na == 0.0:
+        memcpy(acc, other, (1 + d + p.scale_size) * sizeof(double))
+        return
+    c = na * nb / n
+    for j in range(d):
+        if p.full:
+            for k in range(j, d):
+                M2[j * d + k] += M2_b[j * d + k] + c * (xbar_b[j] - xbar[j]) * (
+                    xbar_b[k] - xbar[k])
+        else:
+            M2[j] += M2_b[j] + c * (xbar_b[j] - xbar[j]) ** 2
+    for j in range(d):
+        xbar[j] += (xbar_b[j] - xbar[j]) * (nb / n)
+    acc[0] = n
+
+
+cdef int moments_state(
+        const NIW* p,
+        const double* moments,    # IN (1 + d + scale_size,)
+        double* s,                # OUT state
+        double* work,             # scratch (d * d,)
+) noexcept nogil:
+    """The state of the points the moments summarise; -1 if Psi_n is not
+    numerically positive definite (as ``state_rebuild``)."""
+    cdef intp_t j, k, d = p.d
+    cdef double n = moments[0], w, yj
+    cdef const double* xbar = moments + 1
+    cdef const double* M2 = moments + 1 + d
+    cdef double* mean = s + S_MEAN
+    cdef double* scale = s + p.scale_off
+    if n == 0.0:
+        memcpy(s, p.prior, p.width * sizeof(double))
+        return 0
+    w = p.kappa * n / (p.kappa + n)
+    if p.full:
+        memcpy(work, p.psi, d * d * sizeof(double))
+        for j in range(d):
+            yj = xbar[j] - p.mean[j]
+            for k in range(j, d):
+                work[j * d + k] += M2[j * d + k] + w * yj * (xbar[k] - p.mean[k])
+        if cholesky(work, d) < 0:
+            return -1
+        memcpy(scale, work, d * d * sizeof(double))
+    else:
+        for j in range(d):
+            scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2 + M2[j]
+    for j in range(d):
+        mean[j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
+    s[S_COUNT] = n
+    state_refresh(p, s)
+    return 0
+
+
 cdef double state_log_predictive(
         const NIW* p,
         const double* s,    # IN state
@@ -715,6 +815,22 @@ cdef int _niw_rebuild(
     return state_rebuild(c.p, state, c.X, members, n, c.work)
 
 
+cdef void _niw_moments(
+        void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    moments_of(c.p, c.X, members, n, out)
+
+
+cdef void _niw_moments_merge(void* context, double* acc, const double* other) noexcept nogil:
+    moments_merge((<NIWContext*> context).p, acc, other)
+
+
+cdef int _niw_moments_state(
+        void* context, const double* moments, double* state) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return moments_state(c.p, moments, state, c.work)
+
+
 cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:
     """u . x."""
     cdef NIWContext* c = <NIWContext*> context
@@ -855,6 +971,8 @@ cdef class NIWFamily(Family):
         explicit_parameters(
             &self.c, model.p.d + model.p.scale_size + 1, model.p.d,
             _niw_draw_params, _niw_log_likelihood)
+        block_moments(&self.c, 1 + model.p.d + model.p.scale_size, _niw_moments,
+                      _niw_moments_merge, _niw_moments_state)
 
     def __reduce__(self):
         return NIWFamily, (self.model, self.data)

@@ -54,7 +54,6 @@ whose const holds -log |L|).
 """
 
 import numpy as np
-from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
 from libc.math cimport INFINITY, M_PI, isfinite, log, log1p, sqrt
@@ -62,7 +61,9 @@ from libc.string cimport memcpy
 
 from numpy.random cimport bitgen_t
 
-from ._family cimport STATE_COUNT, Family, conjugate_family, explicit_parameters
+from ._family cimport (
+    STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+)
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
@@ -192,6 +193,62 @@ cdef int state_rebuild(
     return 0
 
 
+# -- block moments (``_family.pxd``): [n, xbar (d), M2], M2 = sum_i |x_i - xbar|^2 --
+
+
+cdef void moments_of(
+        const Iso* p, const double* X, const intp_t* members, intp_t n,
+        double* out) noexcept nogil:
+    """The moments of the rows ``members`` of X (two passes, as ``state_rebuild``)."""
+    cdef intp_t i, j, d = p.d
+    cdef double* xbar = out + 1
+    cdef double M2 = 0.0
+    out[0] = n
+    if n == 0:
+        for j in range(d + 1):
+            xbar[j] = 0.0
+        return
+    members_mean(X, members, n, d, xbar)
+    for i in range(n):
+        M2 += squared_distance(X + members[i] * d, xbar, d)
+    out[1 + d] = M2
+
+
+cdef void moments_merge(const Iso* p, double* acc, const double* other) noexcept nogil:
+    """acc <- the moments of the union (Chan, Golub & LeVeque's pairwise update)."""
+    cdef intp_t j, d = p.d
+    cdef double na = acc[0], nb = other[0], n = na + nb
+    if nb == 0.0:
+        return
+    if na == 0.0:
+        memcpy(acc, other, (d + 2) * sizeof(double))
+        return
+    acc[1 + d] += other[1 + d] + na * nb / n * squared_distance(other + 1, acc + 1, d)
+    for j in range(1, d + 1):
+        acc[j] += (other[j] - acc[j]) * (nb / n)
+    acc[0] = n
+
+
+cdef int moments_state(const Iso* p, const double* moments, double* s) noexcept nogil:
+    """The state of the points the moments summarise; -1 as ``state_rebuild``."""
+    cdef intp_t j, d = p.d
+    cdef double n = moments[0], scatter
+    cdef const double* xbar = moments + 1
+    memcpy(s, p.prior, p.width * sizeof(double))   # the entries fixed leaves unused
+    if n == 0.0:
+        return 0
+    scatter = (p.psi + p.kappa * n / (p.kappa + n) * squared_distance(xbar, p.mean, d)
+               + moments[1 + d])
+    for j in range(d):
+        s[S_MEAN + j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
+    s[S_SCATTER] = scatter
+    s[STATE_COUNT] = n
+    if not (isfinite(scatter) and (p.fixed or scatter > 0.0)):
+        return -1
+    state_refresh(p, s)
+    return 0
+
+
 cdef inline double state_log_kernel(
         const Iso* p, const double* s, const double* x) noexcept nogil:
     """The part of log p(x | cluster) that depends on x, O(d)."""
@@ -307,11 +364,17 @@ cdef class IsotropicModel:
         return self.p.width
 
     def whiten(self, X):
-        """L^{-1} x of each row of X (fixed); X as a C-contiguous float64 array else."""
-        X = np.asarray(X, dtype=np.float64)
+        """L^{-1} x of each row of X (fixed); X as a C-contiguous float64 array else.
+
+        Row by row, in a fixed order of operations: a row's whitened values do not
+        depend on the rows beside it (a BLAS solve over many right-hand sides may
+        block them differently), so that rows whitened in blocks on Dask workers
+        equal the rows whitened in one piece.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
         if self.cholesky is not None:
-            X = solve_triangular(self.cholesky, X.T, lower=True, check_finite=False).T
-        return np.ascontiguousarray(X)
+            X = _forward_substitution(self.cholesky, X)
+        return X
 
     def family(self, X):
         """This prior bound to the data X, for ``CollapsedChain`` (``IsotropicFamily``)."""
@@ -375,6 +438,21 @@ cdef class IsotropicModel:
             raise ValueError(f"state must have {self.p.width} entries")
         if state[STATE_COUNT] + 1 > self.p.n_max:
             raise ValueError("the state has more points than the tables cover")
+
+
+def _forward_substitution(const double[:, ::1] L, const double[:, ::1] X):
+    """L^{-1} x for each row x of X, L lower triangular: (N, d), row by row."""
+    cdef intp_t i, j, k, N = X.shape[0], d = X.shape[1]
+    cdef double[:, ::1] Y = np.empty((N, d))
+    cdef double s
+    with nogil:
+        for i in range(N):
+            for j in range(d):
+                s = X[i, j]
+                for k in range(j):
+                    s -= L[j, k] * Y[i, k]
+                Y[i, j] = s / L[j, j]
+    return np.asarray(Y)
 
 
 cdef double* _pointer(double[::1] array):
@@ -446,6 +524,20 @@ cdef double _log_marginal(void* context, const double* state) noexcept nogil:
 cdef int _rebuild(void* context, double* state, const intp_t* members, intp_t n) noexcept nogil:
     cdef IsoContext* c = <IsoContext*> context
     return state_rebuild(c.p, state, c.X, members, n)
+
+
+cdef void _moments(
+        void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
+    cdef IsoContext* c = <IsoContext*> context
+    moments_of(c.p, c.X, members, n, out)
+
+
+cdef void _moments_merge(void* context, double* acc, const double* other) noexcept nogil:
+    moments_merge((<IsoContext*> context).p, acc, other)
+
+
+cdef int _moments_state(void* context, const double* moments, double* state) noexcept nogil:
+    return moments_state((<IsoContext*> context).p, moments, state)
 
 
 cdef double _point_key(void* context, intp_t point, const double* u) noexcept nogil:
@@ -524,6 +616,7 @@ cdef class IsotropicFamily(Family):
             _remove, _log_kernel, _log_predictive, _rebuild,
             S_LOG_WEIGHT, model.p.d, _point_key, _cluster_key)
         explicit_parameters(&self.c, model.p.d + 2, 0, _draw_params, _log_likelihood)
+        block_moments(&self.c, model.p.d + 2, _moments, _moments_merge, _moments_state)
 
     def __reduce__(self):
         return IsotropicFamily, (self.model, self.data)

@@ -76,6 +76,21 @@ Metropolis-Hastings pair (each proposal O(K) collapsed predictives):
   uniformly (n_c >= 2), and propose {a} as a new cluster; the ratio is the
   inverse of the absorption back, alpha p(x_a) K n_c / ((K + 1) Z'), with Z'
   computed in the proposed state (c without a).
+
+Rows in blocks, in-process or on Dask workers
+---------------------------------------------
+Where the family has block moments (``_family.pxd``; the Gaussian families), every
+state is built from them: the rows are cut into fixed blocks of ``ROW_BLOCK`` rows,
+the moments of a cluster's rows within each block are computed alone and merged in
+block order. The order of every floating-point sum is then a property of the
+rows, not of the threads or of where the rows are, and the chain touches its
+rows only through four operations: the label step (with the moments of the new
+clusters, block by block), the moments of given rows, a launch scan over given
+rows, and the reading of one row (a singleton move). ``remote``, when given, does
+them where the rows are (``_distributed.DaskRows``: blocks of rows on Dask
+workers); the chain's global steps (parameters, split, merge and singleton
+decisions, alpha) run where the chain is, and the draws are the same to the last
+bit as with the rows in process (``tests/test_distributed.py``).
 """
 
 import numpy as np
@@ -84,7 +99,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, exp, lgamma, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from ._collapsed_chain cimport CollapsedChain
 from ._dp_prior cimport escobar_west
@@ -103,6 +118,12 @@ from ._rng cimport (
 )
 from ._slots cimport grow_array
 
+# Rows per block of the block moments (module docstring): Dask chunks are cut at
+# multiples of it. Larger blocks send fewer moments back from the workers; the
+# draws depend on it (through the order of sums), so it is fixed, not tuned per
+# machine. A Python global, so that tests can lower it on small data.
+ROW_BLOCK = 65536
+
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
 # costs more than the work), and the fewest rows a thread of the label step
 # gets; the results are the same either way.
@@ -120,13 +141,168 @@ cdef enum:
     SAMPLED = 4
 
 
+# -- the row kernels, shared by the chain and by the blocks of rows on workers -------
+# A family holds rows offset, offset + 1, ...; ``rows`` and anchors are global row
+# indices (they key the random numbers), the family's points local ones.
+
+
+cdef inline intp_t threads_for(intp_t n_rows, intp_t cap) noexcept nogil:
+    """OpenMP's limit (threadpoolctl, OMP_NUM_THREADS), at most ``cap`` (0: none),
+    and no more than the rows need."""
+    cdef intp_t n = max_threads()
+    if cap > 0 and cap < n:
+        n = cap
+    return max(1, min(n, n_rows // MIN_ROWS_PER_THREAD))
+
+
+cdef inline intp_t label_stride(intp_t capacity, intp_t work_width) noexcept nogil:
+    # weights (capacity + 1), four draws, the family's work; rounded up to
+    # 8 doubles (64 bytes) so that threads do not share cache lines
+    return (capacity + 1 + 4 + work_width + 7) // 8 * 8
+
+
+cdef void label_rows(
+        const ConjugateFamily* f, intp_t n_rows, intp_t offset,
+        const intp_t* labels, intp_t* new_labels, const uint64_t* key, uint64_t sweep,
+        const intp_t* active, intp_t n_active, intp_t capacity,
+        const double* params, intp_t P, const double* log_pi,
+        const double* anchor_priority, const intp_t* anchor_row,
+        double* scratch, intp_t n_threads) noexcept nogil:
+    """The anchored label step (step 2) of the family's rows: ``new_labels``."""
+    cdef intp_t k, i, a, c, c_old, tid
+    cdef intp_t stride = label_stride(capacity, f.work_width)
+    cdef double* weights
+    cdef double* draws
+    cdef family_log_likelihood_t log_likelihood = f.log_likelihood
+    cdef void* context = f.segments.context
+    for k in prange(n_rows, schedule="static", num_threads=n_threads):
+        tid = threadid()
+        weights = scratch + tid * stride
+        draws = weights + capacity + 1
+        i = offset + k
+        c_old = labels[k]
+        if anchor_row[c_old] == i:
+            new_labels[k] = c_old
+            continue
+        row_draws(key, i, sweep, PURPOSE_LABEL, draws)
+        for a in range(n_active):
+            c = active[a]
+            if precedes(anchor_priority[c], anchor_row[c], draws[0], i):
+                weights[a] = log_pi[c] + log_likelihood(context, params + c * P, k, draws + 4)
+            else:
+                weights[a] = -INFINITY
+        new_labels[k] = active[draw_index(weights, n_active, draws[1])]
+
+
+cdef void scan_rows(
+        const ConjugateFamily* f, const intp_t* rows, intp_t m, intp_t offset,
+        const uint64_t* key, uint64_t sweep, uint64_t purpose,
+        const double* theta_a, const double* theta_b, double log_n_a, double log_n_b,
+        double rate, bint evaluate, const char* sides, char* proposed, double* log_q,
+        double* scratch, intp_t n_threads) noexcept nogil:
+    """One restricted scan of a launch over ``rows[:m]``: each row's allocation
+    ``proposed[k]`` (its side and whether it is sampled; not when ``evaluate``)
+    and ``log_q[k]``, the log-probability of its side (``sides[k]`` when
+    evaluating the current clusters)."""
+    cdef intp_t k, r, tid, stride = (4 + f.work_width + 7) // 8 * 8
+    cdef double* draws
+    cdef double la, lb, log_a, log_b
+    cdef family_log_likelihood_t log_likelihood = f.log_likelihood
+    cdef void* context = f.segments.context
+    for k in prange(m, schedule="static", num_threads=n_threads):
+        tid = threadid()
+        draws = scratch + tid * stride
+        r = rows[k]
+        row_draws(key, r, sweep, purpose, draws)
+        la = log_n_a + log_likelihood(context, theta_a, r - offset, draws + 4)
+        lb = log_n_b + log_likelihood(context, theta_b, r - offset, draws + 4)
+        log_a = log_share(la, lb)
+        log_b = log_share(lb, la)
+        if not evaluate:
+            proposed[k] = (log(draws[0]) < log_a) | (SAMPLED if draws[1] < rate else 0)
+        if (sides[k] if evaluate else proposed[k] & SIDE):
+            log_q[k] = log_a
+        else:
+            log_q[k] = log_b
+
+
+cdef void fold_runs(
+        const ConjugateFamily* f, const intp_t* points, intp_t n, intp_t row_block,
+        double* acc, double* part) noexcept nogil:
+    """Merge into ``acc`` the moments of each run of ``points[:n]`` (sorted) that
+    lies within one block of ``row_block`` rows, in block order."""
+    cdef intp_t start = 0, stop
+    while start < n:
+        stop = start + 1
+        while stop < n and points[stop] // row_block == points[start] // row_block:
+            stop += 1
+        f.moments(f.segments.context, points + start, stop - start, part)
+        f.moments_merge(f.segments.context, acc, part)
+        start = stop
+
+
+cdef int blocked_state(
+        const ConjugateFamily* f, double* state, const intp_t* points, intp_t n,
+        intp_t row_block, double* acc, double* part) noexcept nogil:
+    """``state`` <- the state of ``points[:n]`` (sorted) from block moments."""
+    acc[0] = 0.0
+    fold_runs(f, points, n, row_block, acc, part)
+    return f.moments_state(f.segments.context, acc, state)
+
+
+cdef void fold_partials(
+        const ConjugateFamily* f, const double* partials, intp_t n_blocks,
+        intp_t n_groups, intp_t group, double* acc) noexcept nogil:
+    """``acc`` <- the merge, in block order, of one group's block moments
+    ``partials[b, group]`` of an (n_blocks, n_groups, moments_width) array."""
+    cdef intp_t b, M = f.moments_width
+    acc[0] = 0.0
+    for b in range(n_blocks):
+        f.moments_merge(f.segments.context, acc, partials + (b * n_groups + group) * M)
+
+
+cdef void group_moments(
+        const ConjugateFamily* f, intp_t n_rows, const intp_t* groups, intp_t n_groups,
+        intp_t row_block, double* out, intp_t* order, intp_t* counts,
+        intp_t n_threads) noexcept nogil:
+    """out[b, g] <- the moments of the rows of group g (``groups[k]``, -1 for none)
+    in block b, for every block of the family's ``n_rows`` rows (which start at a
+    block boundary). ``order`` (n_rows,) and ``counts`` (n_blocks, n_groups + 1)
+    are scratch; the blocks are shared among the threads."""
+    cdef intp_t b, g, k, lo, hi, M = f.moments_width
+    cdef intp_t n_blocks = (n_rows + row_block - 1) // row_block
+    cdef intp_t* start
+    for b in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
+        lo = b * row_block
+        hi = min(lo + row_block, n_rows)
+        start = counts + b * (n_groups + 1)
+        # counting sort of the block's rows by group, in row order
+        for g in range(n_groups + 1):
+            start[g] = 0
+        for k in range(lo, hi):
+            if groups[k] >= 0:
+                start[groups[k] + 1] += 1
+        for g in range(n_groups):
+            start[g + 1] += start[g]
+        for k in range(lo, hi):
+            if groups[k] >= 0:
+                order[lo + start[groups[k]]] = k
+                start[groups[k]] += 1
+        # start[g] is now the end of group g
+        for g in range(n_groups):
+            f.moments(f.segments.context, order + lo + (start[g - 1] if g > 0 else 0),
+                      start[g] - (start[g - 1] if g > 0 else 0),
+                      out + (b * n_groups + g) * M)
+
+
 cdef class SubclusterChain(CollapsedChain):
     """State and sweeps of one sub-cluster chain (see the module docstring).
 
     Parameters
     ----------
     family : Family
-        The cluster family bound to the data; it must draw explicit parameters.
+        The cluster family bound to the data (with ``remote``: to no rows); it must
+        draw explicit parameters.
     alpha : float
         Initial (or fixed) DP concentration.
     n_split_merge : int
@@ -145,11 +321,19 @@ cdef class SubclusterChain(CollapsedChain):
     launch_sample_rows : float, default=1024
         About how many rows of S a launch scan draws the sides' parameters from
         (all of them when S is smaller; tests set it low to exercise the sample).
+    remote : object, default=None
+        Where the rows are, when not in this process (``_distributed.DaskRows``);
+        the family must then have block moments.
     """
 
     cdef public intp_t thread_cap    # at most this many threads (0: no cap)
     cdef uint64_t key[2]
     cdef intp_t P                    # doubles per parameter block
+    cdef intp_t M                    # doubles per moments block (0: none)
+    cdef intp_t row_block
+    cdef object remote               # None, or the holder of the rows
+    cdef object row_family           # remote: the family bound to the row a move reads
+    cdef ConjugateFamily row_table
     cdef intp_t n_proposals, n_launch
     cdef double launch_sample_rows
     cdef double* params              # (capacity, P)
@@ -157,10 +341,12 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double* anchor_priority     # (capacity,)
     cdef intp_t* anchor_row          # (capacity,)
     cdef intp_t* new_labels          # (N,)
-    cdef double* scratch             # per thread: (capacity + 1) weights, 4 draws, work
+    cdef double* scratch             # per thread: the label step's or a scan's
     cdef intp_t scratch_size
-    # launch
-    cdef intp_t* launch_rows         # (N,) S less i and j
+    cdef double* moments_scratch     # per thread: two moments blocks
+    # launch; arrays indexed by k, the position in ``launch_rows`` (and ``side``,
+    # the base's (N,) array, likewise: 1 for i's side)
+    cdef intp_t* launch_rows         # (N,) S less i and j, in increasing order
     cdef double* launch_log_q        # (N,) log-probability of each row's final side
     cdef double* side_params         # (2, P) theta_A, theta_B
     cdef intp_t* side_members        # (N,) the members of one side, for rebuilds
@@ -173,7 +359,7 @@ cdef class SubclusterChain(CollapsedChain):
 
     def __init__(self, Family family, double alpha, intp_t n_split_merge, alpha_prior,
                  intp_t init_clusters, bit_generator, bint sequential_init=False,
-                 intp_t n_launch=2, double launch_sample_rows=1024.0):
+                 intp_t n_launch=2, double launch_sample_rows=1024.0, remote=None):
         if family.c.param_width <= 0:
             raise ValueError(
                 f"{type(family).__name__} has no explicit parameters: the sub-cluster "
@@ -186,10 +372,36 @@ cdef class SubclusterChain(CollapsedChain):
             raise ValueError(f"n_launch must be >= 1, got {n_launch}")
         if not launch_sample_rows >= 1.0:
             raise ValueError(f"launch_sample_rows must be >= 1, got {launch_sample_rows}")
+        if remote is not None:
+            if not family.has_block_moments:
+                raise ValueError(
+                    f"{type(family).__name__} has no block moments: its rows cannot "
+                    "be held elsewhere.")
+            if sequential_init:
+                raise ValueError(
+                    "init='sequential' reads the rows one at a time, which rows held "
+                    "by Dask workers cannot afford; use init='random'.")
+        self.remote = remote
+        self.row_block = ROW_BLOCK if remote is None else remote.row_block
+        if self.row_block < 1:
+            raise ValueError(f"the row block must be >= 1, got {self.row_block}")
         self.launch_sample_rows = launch_sample_rows
         self.P = family.c.param_width
+        self.M = family.c.moments_width
+        # a family's callbacks write to its context's scratch: a thread that
+        # rebuilds states needs a copy of its own (the data are shared). Made
+        # before the base's start, which builds the first states.
+        self.thread_families = [family.copy() for _ in range(max(1, max_threads()))]
+        self.n_tables = len(self.thread_families)
+        self.thread_tables = <ConjugateFamily*> grow_array(
+            NULL, self.n_tables * sizeof(ConjugateFamily))
+        for t, copy in enumerate(self.thread_families):
+            self.thread_tables[t] = (<Family> copy).c
+        self.moments_scratch = <double*> grow_array(
+            NULL, self.n_tables * 2 * max(self.M, 1) * sizeof(double))
         super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
-                         bit_generator, None, 1e-32, 0, sequential_init)
+                         bit_generator, None, 1e-32, 0, sequential_init,
+                         None if remote is None else remote.prior_predictive())
         self.n_proposals = n_split_merge
         self.n_launch = n_launch
         keys = np.random.Generator(self.bit_generator).integers(
@@ -203,19 +415,11 @@ cdef class SubclusterChain(CollapsedChain):
         self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.proposed = <char*> grow_array(NULL, n * sizeof(char))
         self.side_params = <double*> grow_array(NULL, 2 * self.P * sizeof(double))
-        # a family's callbacks write to its context's scratch: a thread that
-        # rebuilds states needs a copy of its own (the data are shared)
-        self.thread_families = [self.family.copy() for _ in range(max(1, max_threads()))]
-        self.n_tables = len(self.thread_families)
-        self.thread_tables = <ConjugateFamily*> grow_array(
-            NULL, self.n_tables * sizeof(ConjugateFamily))
-        for t, copy in enumerate(self.thread_families):
-            self.thread_tables[t] = (<Family> copy).c
 
     def __dealloc__(self):
         free(self.params); free(self.log_pi)
         free(self.anchor_priority); free(self.anchor_row)
-        free(self.new_labels); free(self.scratch)
+        free(self.new_labels); free(self.scratch); free(self.moments_scratch)
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
         free(self.thread_tables); free(self.rebuild_status)
@@ -234,52 +438,115 @@ cdef class SubclusterChain(CollapsedChain):
         return 0
 
     cdef intp_t _n_threads(self, intp_t n_rows) noexcept nogil:
-        """Threads for a loop over ``n_rows`` rows: OpenMP's limit (threadpoolctl,
-        OMP_NUM_THREADS), the engine's cap when chains run side by side, and no
-        more than the rows."""
-        cdef intp_t n = max_threads()
-        if self.thread_cap > 0 and self.thread_cap < n:
-            n = self.thread_cap
-        return max(1, min(n, n_rows // MIN_ROWS_PER_THREAD))
+        """Threads for a loop over ``n_rows`` rows (``threads_for``, the engine's
+        cap when chains run side by side)."""
+        return threads_for(n_rows, self.thread_cap)
 
     cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
         """Per-thread scratch for the parallel loops, grown to the slots and threads."""
-        cdef intp_t size = n_threads * self._scratch_stride()
+        cdef intp_t size = n_threads * label_stride(self.slots.capacity, self.f.work_width)
         if size > self.scratch_size:
             self.scratch = <double*> grow_array(self.scratch, size * sizeof(double))
             self.scratch_size = size
         return self.scratch
 
-    cdef inline intp_t _scratch_stride(self) noexcept nogil:
-        # weights (capacity + 1), four draws, the family's work; rounded up to
-        # 8 doubles (64 bytes) so that threads do not share cache lines
-        cdef intp_t size = self.slots.capacity + 1 + 4 + self.f.work_width
-        return (size + 7) // 8 * 8
+    # -- the states, from the rows wherever they are ------------------------------
 
     cdef int _rebuild_all(self) except -1 nogil:
         """Every active cluster's state afresh from its members, the clusters
         shared among the threads (each cluster's state is one thread's work, so
         the states do not depend on the number of threads)."""
-        cdef intp_t a, c, tid, n_active = self.slots.n_active, W = self.W
+        cdef intp_t a, c, tid, n_active = self.slots.n_active, W = self.W, M = self.M
         cdef intp_t n_threads = min(self._n_threads(self.N), self.n_tables, n_active)
+        cdef intp_t row_block = self.row_block
+        cdef bint blocked = M > 0
         cdef double* states = self.states
+        cdef double* scratch = self.moments_scratch
         cdef const intp_t* members = self.members
         cdef const intp_t* start = self.slots.member_start
         cdef const intp_t* active = self.slots.active
         cdef ConjugateFamily* tables = self.thread_tables
         cdef int* status = self.rebuild_status
-        if self.n_tables == 0:   # the base's start, before __init__ made the copies
-            return CollapsedChain._rebuild_all(self)
         self._group_members()
+        if self.remote is not None:
+            with gil:
+                self._states_from_partials(self.remote.group_partials(
+                    np.asarray(self.labels), self._group_of_slot(), n_active,
+                    self.row_block))
+            return 0
         for a in prange(n_active, schedule="dynamic", num_threads=max(1, n_threads)):
             tid = threadid()
             c = active[a]
-            status[a] = family_rebuild(&tables[tid], states + c * W, members + start[c],
-                                       start[c + 1] - start[c])
+            if blocked:
+                status[a] = blocked_state(
+                    &tables[tid], states + c * W, members + start[c],
+                    start[c + 1] - start[c], row_block, scratch + 2 * M * tid,
+                    scratch + 2 * M * tid + M)
+            else:
+                status[a] = family_rebuild(&tables[tid], states + c * W,
+                                           members + start[c], start[c + 1] - start[c])
         for a in range(n_active):
             if status[a] < 0:
                 self._fail()
         return 0
+
+    cdef int _state_of(self, double* state, const intp_t* points, intp_t n) except -1 nogil:
+        """``state`` <- the state of the rows ``points[:n]`` (sorted)."""
+        cdef int status
+        if self.M == 0:
+            status = family_rebuild(&self.f, state, points, n)
+        elif self.remote is not None:
+            with gil:
+                partials = np.ascontiguousarray(self.remote.row_partials(
+                    np.asarray(<const intp_t[:n]> points) if n else np.empty(0, np.intp),
+                    self.row_block), dtype=np.float64)
+                status = self._state_from_partials(partials, 0, state)
+        else:
+            status = blocked_state(&self.f, state, points, n, self.row_block,
+                                   self.moments_scratch, self.moments_scratch + self.M)
+        if status < 0:
+            self._fail()
+        return 0
+
+    cdef int _state_from_partials(self, double[:, :, ::1] partials, intp_t group,
+                                  double* state) except? -1:
+        """``state`` <- one group's state from (n_blocks, n_groups, M) block moments."""
+        if partials.shape[0] == 0:
+            family_reset(&self.f, state)
+            return 0
+        fold_partials(&self.f, &partials[0, 0, 0], partials.shape[0], partials.shape[1],
+                      group, self.moments_scratch)
+        return self.f.moments_state(self.f.segments.context, self.moments_scratch, state)
+
+    cdef int _states_from_partials(self, partials) except -1:
+        """Every active cluster's state from block moments grouped by active index."""
+        cdef intp_t a
+        cdef double[:, :, ::1] table = np.ascontiguousarray(partials, dtype=np.float64)
+        for a in range(self.slots.n_active):
+            if self._state_from_partials(table, a, self._state(self.slots.active[a])) < 0:
+                self._fail()
+        return 0
+
+    cdef object _group_of_slot(self):
+        """(capacity,) each slot's position among the active ones, -1 if free."""
+        cdef intp_t a
+        groups = np.full(self.slots.capacity, -1, dtype=np.intp)
+        for a in range(self.slots.n_active):
+            groups[self.slots.active[a]] = a
+        return groups
+
+    cdef const ConjugateFamily* _row_table(self, intp_t row, intp_t* point) except NULL nogil:
+        """The family table and point index under which a move reads row ``row``:
+        the chain's own, or (rows held elsewhere) a family bound to that row alone."""
+        if self.remote is None:
+            point[0] = row
+            return &self.f
+        with gil:
+            x = np.ascontiguousarray(self.remote.row(row), dtype=np.float64)
+            self.row_family = self.family.rebound(x.reshape(1, -1))
+            self.row_table = (<Family> self.row_family).c
+        point[0] = 0
+        return &self.row_table
 
     # -- the sweep -----------------------------------------------------------------
 
@@ -295,44 +562,33 @@ cdef class SubclusterChain(CollapsedChain):
         return 0
 
     cdef int _label_step(self, uint64_t sweep) except -1 nogil:
-        """Every row's label given the parameters, in parallel (step 2)."""
-        cdef intp_t i, a, c, c_old, tid
-        cdef intp_t N = self.N, P = self.P, n_active = self.slots.n_active
+        """Every row's label given the parameters, in parallel, and the clusters'
+        states from them (steps 2 and 3)."""
+        cdef intp_t N = self.N, capacity = self.slots.capacity
         cdef intp_t n_threads = self._n_threads(N)
-        cdef intp_t stride = self._scratch_stride(), capacity = self.slots.capacity
-        cdef double* scratch = self._thread_scratch(n_threads)
-        cdef double* weights
-        cdef double* draws
-        cdef const intp_t* active = self.slots.active
         cdef intp_t* labels = &self.labels[0]
-        cdef intp_t* new_labels = self.new_labels
-        cdef const double* params = self.params
-        cdef const double* log_pi = self.log_pi
-        cdef const double* anchor_priority = self.anchor_priority
-        cdef const intp_t* anchor_row = self.anchor_row
-        cdef const uint64_t* key = self.key
-        cdef family_log_likelihood_t log_likelihood = self.f.log_likelihood
-        cdef void* context = self.f.segments.context
-        find_anchors(key, sweep, labels, N, capacity,
+        find_anchors(self.key, sweep, labels, N, capacity,
                      self.anchor_priority, self.anchor_row)
-        for i in prange(N, schedule="static", num_threads=n_threads):
-            tid = threadid()
-            weights = scratch + tid * stride
-            draws = weights + capacity + 1
-            c_old = labels[i]
-            if anchor_row[c_old] == i:
-                new_labels[i] = c_old
-                continue
-            row_draws(key, i, sweep, PURPOSE_LABEL, draws)
-            for a in range(n_active):
-                c = active[a]
-                if precedes(anchor_priority[c], anchor_row[c], draws[0], i):
-                    weights[a] = log_pi[c] + log_likelihood(
-                        context, params + c * P, i, draws + 4)
-                else:
-                    weights[a] = -INFINITY
-            new_labels[i] = active[draw_index(weights, n_active, draws[1])]
-        memcpy(labels, new_labels, N * sizeof(intp_t))
+        if self.remote is not None:
+            with gil:
+                new_labels, partials = self.remote.label_step(
+                    np.asarray(self.labels), np.asarray(<uint64_t[:2]> &self.key[0]).copy(), sweep,
+                    np.asarray(<intp_t[:self.slots.n_active]> self.slots.active),
+                    np.asarray(<double[:capacity * self.P]> self.params),
+                    np.asarray(<double[:capacity]> self.log_pi),
+                    np.asarray(<double[:capacity]> self.anchor_priority),
+                    np.asarray(<intp_t[:capacity]> self.anchor_row),
+                    self._group_of_slot(), self.row_block)
+                np.asarray(self.labels)[:] = new_labels
+                self._group_members()
+                self._states_from_partials(partials)
+            return 0
+        label_rows(&self.f, N, 0, labels, self.new_labels, self.key, sweep,
+                   self.slots.active, self.slots.n_active, capacity, self.params, self.P,
+                   self.log_pi, self.anchor_priority, self.anchor_row,
+                   self._thread_scratch(n_threads), n_threads)
+        memcpy(labels, self.new_labels, N * sizeof(intp_t))
+        self._rebuild_all()            # also groups the members by slot
         return 0
 
     cdef int _sweep(self) except -1 nogil:
@@ -340,7 +596,6 @@ cdef class SubclusterChain(CollapsedChain):
         cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
         self._draw_parameters()
         self._label_step(sweep)
-        self._rebuild_all()            # also groups the members by slot
         for t in range(self.n_proposals):
             if self._propose(sweep, t):
                 self._group_members()  # an accepted move changed the labels
@@ -364,13 +619,37 @@ cdef class SubclusterChain(CollapsedChain):
     cdef inline intp_t _member(self, intp_t c, intp_t r) noexcept nogil:
         return self.members[self.slots.member_start[c] + r]
 
+    cdef intp_t _launch_set(self, intp_t c_a, intp_t c_b, intp_t i, intp_t j) noexcept nogil:
+        """``launch_rows`` <- S less i and j in increasing order (the members of
+        c_a, and of c_b unless it is c_a), with ``side[k]`` = 1 for a row of c_a;
+        returns their number m."""
+        cdef intp_t m = 0, r
+        cdef intp_t ka = self.slots.member_start[c_a], ea = self.slots.member_start[c_a + 1]
+        cdef intp_t kb = self.slots.member_start[c_b], eb = self.slots.member_start[c_b + 1]
+        cdef char from_a
+        if c_b == c_a:
+            kb = eb
+        while ka < ea or kb < eb:
+            from_a = kb >= eb or (ka < ea and self.members[ka] < self.members[kb])
+            if from_a:
+                r = self.members[ka]
+                ka += 1
+            else:
+                r = self.members[kb]
+                kb += 1
+            if r != i and r != j:
+                self.launch_rows[m] = r
+                self.side[m] = from_a
+                m += 1
+        return m
+
     cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
         """One split or merge proposal (module docstring); True if accepted.
 
         ``members`` must hold the points of each slot (``_group_members``).
         """
-        cdef intp_t K = self.slots.n_active, c, c_a, c_b, i, j, r, k, m = 0, n_c
-        cdef intp_t n_a, n_b, c_new
+        cdef intp_t K = self.slots.n_active, c, c_a, c_b, i, j, r, k, m, n_c
+        cdef intp_t n_a, n_b, n, c_new
         cdef bint split = uniform(self.rng) < 0.5
         cdef double log_q, log_ratio, log_select
         if split:
@@ -393,20 +672,7 @@ cdef class SubclusterChain(CollapsedChain):
             i = self._member(c_a, uniform_index(self.rng, self._size(c_a)))
             j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
             n_c = self._size(c_a) + self._size(c_b)
-        # S less i and j; side[r] = 1 for i's side (the current clusters, for a merge)
-        for k in range(self.slots.member_start[c_a], self.slots.member_start[c_a + 1]):
-            r = self.members[k]
-            if r != i and r != j:
-                self.launch_rows[m] = r
-                self.side[r] = 1
-                m += 1
-        if not split:
-            for k in range(self.slots.member_start[c_b], self.slots.member_start[c_b + 1]):
-                r = self.members[k]
-                if r != j:
-                    self.launch_rows[m] = r
-                    self.side[r] = 0
-                    m += 1
+        m = self._launch_set(c_a, c_b, i, j)
         log_q = self._launch(sweep, t, i, j, m, split)
 
         # the sides' states: the proposed split's, or the current clusters'
@@ -437,17 +703,13 @@ cdef class SubclusterChain(CollapsedChain):
             memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
             self.labels[j] = c_new
             for k in range(m):
-                r = self.launch_rows[k]
-                if not self.side[r]:
-                    self.labels[r] = c_new
+                if not self.side[k]:
+                    self.labels[self.launch_rows[k]] = c_new
             return True
         self.n_merge += 1
         # the merged cluster's state, from S
-        self.side_members[0] = i
-        self.side_members[1] = j
-        memcpy(self.side_members + 2, self.launch_rows, m * sizeof(intp_t))
-        if family_rebuild(&self.f, self.state_m, self.side_members, m + 2) < 0:
-            self._fail()
+        n = self._side_rows(i, j, m, NULL, 0, 0)
+        self._state_of(self.state_m, self.side_members, n)
         # select the split back (K - 1 clusters) / select this merge (K clusters)
         log_select = (-log(<double> (K - 1)) - log(<double> n_c * (n_c - 1))
                       + log(<double> K * (K - 1)) + log(<double> n_a * n_b))
@@ -462,11 +724,12 @@ cdef class SubclusterChain(CollapsedChain):
         self._close_slot(c_b)
         return True
 
-    cdef double _absorb_weights(self, intp_t a, intp_t skip, const double* replaced,
+    cdef double _absorb_weights(self, const ConjugateFamily* table, intp_t point,
+                                intp_t skip, const double* replaced,
                                 intp_t replaced_slot) noexcept nogil:
-        """log n_k + log p(x_a | k) of every active cluster but ``skip`` into
-        ``log_prob`` (slot ``replaced_slot`` read from ``replaced``); returns
-        their log-sum-exp."""
+        """log n_k + log p(x | k) of every active cluster but ``skip`` into
+        ``log_prob``, x the point ``point`` of ``table`` (slot ``replaced_slot``
+        read from ``replaced``); returns their log-sum-exp."""
         cdef intp_t b, k, n_active = self.slots.n_active
         cdef const double* state
         cdef double high = -INFINITY, total = 0.0
@@ -476,7 +739,7 @@ cdef class SubclusterChain(CollapsedChain):
                 self.log_prob[b] = -INFINITY
                 continue
             state = replaced if k == replaced_slot else self._state(k)
-            self.log_prob[b] = state[self.f.log_weight] + family_log_kernel(&self.f, state, a)
+            self.log_prob[b] = state[self.f.log_weight] + family_log_kernel(table, state, point)
             if self.log_prob[b] > high:
                 high = self.log_prob[b]
         for b in range(n_active):
@@ -489,7 +752,8 @@ cdef class SubclusterChain(CollapsedChain):
 
         ``members`` must hold the points of each slot.
         """
-        cdef intp_t K = self.slots.n_active, c, k, a, b, n_c
+        cdef intp_t K = self.slots.n_active, c, k, a, b, n_c, point
+        cdef const ConjugateFamily* table
         cdef double log_z, log_ratio
         cdef bint absorb = uniform(self.rng) < 0.5
         c = self.slots.active[uniform_index(self.rng, K)]
@@ -498,7 +762,8 @@ cdef class SubclusterChain(CollapsedChain):
             if n_c != 1 or K < 2:
                 return False
             a = self._member(c, 0)
-            log_z = self._absorb_weights(a, c, NULL, -1)
+            table = self._row_table(a, &point)
+            log_z = self._absorb_weights(table, point, c, NULL, -1)
             b = draw_from_logs(self.log_prob, K, self.rng)   # never c: its weight is 0
             k = self.slots.active[b]
             log_ratio = (log(<double> K) + log_z - log(self.alpha)
@@ -506,49 +771,111 @@ cdef class SubclusterChain(CollapsedChain):
                          - log(self._state(k)[STATE_COUNT] + 1.0))
             if log(uniform(self.rng)) >= log_ratio:
                 return False
-            family_add(&self.f, self._state(k), a)
+            family_add(table, self._state(k), point)
             self.labels[a] = k
             self._close_slot(c)
             return True
         if n_c < 2:
             return False
         a = self._member(c, uniform_index(self.rng, n_c))
+        table = self._row_table(a, &point)
         # c without a, in scratch: a removal, or (if it fails numerically) a
         # rebuild from c's other members
         memcpy(self.state_m, self._state(c), self.W * sizeof(double))
-        if family_remove(&self.f, self.state_m, a) < 0:
+        if family_remove(table, self.state_m, point) < 0:
+            k = 0
             for b in range(n_c):
-                self.side_members[b] = self._member(c, b)
-                if self.side_members[b] == a:
-                    self.side_members[b] = self._member(c, n_c - 1)
-            if family_rebuild(&self.f, self.state_m, self.side_members, n_c - 1) < 0:
-                self._fail()
-        log_z = self._absorb_weights(a, -1, self.state_m, c)
+                if self._member(c, b) != a:
+                    self.side_members[k] = self._member(c, b)
+                    k += 1
+            self._state_of(self.state_m, self.side_members, n_c - 1)
+        log_z = self._absorb_weights(table, point, -1, self.state_m, c)
         log_ratio = (log(self.alpha) + self.log_prior_predictive[a] - log_z
                      - log(<double> (K + 1)) + log(<double> K) + log(<double> n_c))
         if log(uniform(self.rng)) >= log_ratio:
             return False
         memcpy(self._state(c), self.state_m, self.W * sizeof(double))
         k = self._open_slot()
-        family_reset(&self.f, self._state(k))
-        family_add(&self.f, self._state(k), a)
+        family_reset(table, self._state(k))
+        family_add(table, self._state(k), point)
         self.labels[a] = k
         return True
 
-    cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
-                            const char* sides, char value, char mask) except -1 nogil:
-        """``state`` <- the statistics of ``anchor`` and the launch rows r with
-        ``sides[r] & mask == value``; returns their number."""
-        cdef intp_t k, r, n = 1
-        self.side_members[0] = anchor
+    cdef intp_t _side_rows(self, intp_t first, intp_t second, intp_t m,
+                           const char* bits, char value, char mask) noexcept nogil:
+        """``side_members`` <- in increasing order, ``first``, ``second`` (if >= 0)
+        and the launch rows k with ``bits[k] & mask == value`` (all of them if
+        ``bits`` is NULL); returns their number."""
+        cdef intp_t k, n = 0, t, anchor, lo, hi, mid
         for k in range(m):
-            r = self.launch_rows[k]
-            if sides[r] & mask == value:
-                self.side_members[n] = r
+            if bits == NULL or bits[k] & mask == value:
+                self.side_members[n] = self.launch_rows[k]
                 n += 1
-        if family_rebuild(&self.f, state, self.side_members, n) < 0:
-            self._fail()
+        for t in range(2):
+            anchor = first if t == 0 else second
+            if anchor < 0:
+                continue
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self.side_members[mid] < anchor:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            memmove(self.side_members + lo + 1, self.side_members + lo,
+                    (n - lo) * sizeof(intp_t))
+            self.side_members[lo] = anchor
+            n += 1
         return n
+
+    cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
+                            const char* bits, char value, char mask) except -1 nogil:
+        """``state`` <- the statistics of ``anchor`` and the launch rows k with
+        ``bits[k] & mask == value``; returns their number."""
+        cdef intp_t n = self._side_rows(anchor, -1, m, bits, value, mask)
+        self._state_of(state, self.side_members, n)
+        return n
+
+    cdef int _scan(self, uint64_t sweep, uint64_t purpose, intp_t m, double log_n_a,
+                   double log_n_b, double rate, bint evaluate) except -1 nogil:
+        """One restricted scan over the launch rows (``scan_rows``), where they are."""
+        cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
+        cdef intp_t P = self.P
+        if self.remote is None:
+            scan_rows(&self.f, self.launch_rows, m, 0, self.key, sweep, purpose,
+                      self.side_params, self.side_params + P, log_n_a, log_n_b, rate,
+                      evaluate, self.side, self.proposed, self.launch_log_q,
+                      self._thread_scratch(n_threads), n_threads)
+            return 0
+        if m == 0:
+            return 0
+        with gil:
+            self._remote_scan(sweep, purpose, m, log_n_a, log_n_b, rate, evaluate)
+        return 0
+
+    cdef int _remote_scan(self, uint64_t sweep, uint64_t purpose, intp_t m,
+                          double log_n_a, double log_n_b, double rate,
+                          bint evaluate) except -1:
+        cdef intp_t k, P = self.P
+        cdef const signed char[::1] proposed
+        cdef const double[::1] log_q
+        result = self.remote.scan(
+            np.asarray(<intp_t[:m]> self.launch_rows).copy(),
+            np.asarray(<uint64_t[:2]> &self.key[0]).copy(), sweep, purpose,
+            np.asarray(<double[:P]> self.side_params).copy(),
+            np.asarray(<double[:P]> (self.side_params + P)).copy(),
+            log_n_a, log_n_b, rate, evaluate,
+            np.asarray(<signed char[:m]> <signed char*> self.side).copy()
+            if evaluate else None)
+        proposed = np.ascontiguousarray(result[0], dtype=np.int8)
+        log_q = np.ascontiguousarray(result[1], dtype=np.float64)
+        if proposed.shape[0] != m or log_q.shape[0] != m:
+            raise RuntimeError("a scan of the rows returned the wrong number of rows")
+        for k in range(m):
+            if not evaluate:
+                self.proposed[k] = proposed[k]
+            self.launch_log_q[k] = log_q[k]
+        return 0
 
     cdef double _launch(self, uint64_t sweep, intp_t t, intp_t i, intp_t j, intp_t m,
                         bint split) except? -1.0 nogil:
@@ -566,58 +893,31 @@ cdef class SubclusterChain(CollapsedChain):
         sequential rebuilds; only the last scan's allocation is proposed, and
         it covers every row.
         """
-        cdef intp_t k, r, s, tid, P = self.P
-        cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
-        cdef intp_t stride = self._scratch_stride()
-        cdef double* scratch = self._thread_scratch(n_threads)
-        cdef double* draws
-        cdef double la, lb, log_a, log_b, log_n_a, log_n_b, log_q = 0.0
+        cdef intp_t k, s, P = self.P
+        cdef double log_n_a, log_n_b, log_q = 0.0
         cdef double rate = min(1.0, self.launch_sample_rows / (m + 1.0))
-        cdef const char* side = self.side
-        cdef char* proposed = self.proposed
-        cdef const intp_t* rows = self.launch_rows
-        cdef double* log_q_rows = self.launch_log_q
-        cdef const double* theta_a = self.side_params
-        cdef const double* theta_b = self.side_params + P
-        cdef const uint64_t* key = self.key
-        cdef family_log_likelihood_t log_likelihood = self.f.log_likelihood
         cdef void* context = self.f.segments.context
         cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
-        cdef bint evaluate
         # the first scan's sides are i and j alone
         for k in range(m):
-            proposed[rows[k]] = UNALLOCATED
+            self.proposed[k] = UNALLOCATED
         for s in range(1, self.n_launch + 1):
             # the sides' parameters given the sampled rows of the allocation so far
             log_n_a = log(<double> self._side_state(
-                self.state_a, i, m, proposed, SAMPLED | 1, SAMPLED | SIDE))
+                self.state_a, i, m, self.proposed, SAMPLED | 1, SAMPLED | SIDE))
             log_n_b = log(<double> self._side_state(
-                self.state_b, j, m, proposed, SAMPLED, SAMPLED | SIDE))
+                self.state_b, j, m, self.proposed, SAMPLED, SAMPLED | SIDE))
             if (self.f.draw_params(context, self.state_a, self.rng, self.side_params) < 0
                     or self.f.draw_params(context, self.state_b, self.rng,
                                           self.side_params + P) < 0):
                 self._fail()
             # the last scan of a merge evaluates the current sides instead of drawing
-            evaluate = s == self.n_launch and not split
-            for k in prange(m, schedule="static", num_threads=n_threads):
-                tid = threadid()
-                draws = scratch + tid * stride
-                r = rows[k]
-                row_draws(key, r, sweep, purpose + s, draws)
-                la = log_n_a + log_likelihood(context, theta_a, r, draws + 4)
-                lb = log_n_b + log_likelihood(context, theta_b, r, draws + 4)
-                log_a = log_share(la, lb)
-                log_b = log_share(lb, la)
-                if not evaluate:
-                    proposed[r] = (log(draws[0]) < log_a) | (SAMPLED if draws[1] < rate else 0)
-                if (side[r] if evaluate else proposed[r] & SIDE):
-                    log_q_rows[k] = log_a
-                else:
-                    log_q_rows[k] = log_b
+            self._scan(sweep, purpose + s, m, log_n_a, log_n_b, rate,
+                       s == self.n_launch and not split)
         for k in range(m):
-            log_q += log_q_rows[k]
+            log_q += self.launch_log_q[k]
             if split:
-                self.side[rows[k]] = proposed[rows[k]] & SIDE
+                self.side[k] = self.proposed[k] & SIDE
         return log_q
 
     # -- Python interface ------------------------------------------------------------
@@ -635,3 +935,115 @@ cdef class SubclusterChain(CollapsedChain):
 def openmp_threads():
     """OpenMP's current thread limit (1 in a build without OpenMP)."""
     return max_threads()
+
+
+# -- the operations on a block of rows held elsewhere (``_distributed``) ----------------
+# Each takes the family bound to rows offset, offset + 1, ... (offset a multiple of
+# the row block) and runs the same kernels as the chain, so that a chain whose
+# rows are on Dask workers draws exactly what it would draw with them in process.
+
+
+def rows_prior_predictive(Family family):
+    """(n,) log p(x_k) under the prior, for the family's rows."""
+    cdef intp_t k, n = family.n_points
+    cdef double[::1] state = np.empty(family.c.segments.width)
+    cdef double[::1] out = np.empty(n)
+    family_reset(&family.c, &state[0])
+    for k in range(n):
+        out[k] = family.c.log_predictive(family.c.segments.context, &state[0], k)
+    return np.asarray(out)
+
+
+def _check_block_start(intp_t offset, intp_t row_block):
+    if row_block < 1 or offset % row_block:
+        raise ValueError(f"rows must start at a multiple of the row block {row_block}, "
+                         f"not at {offset}")
+
+
+def _group_moments(Family family, const intp_t[::1] groups, intp_t n_groups,
+                   intp_t row_block):
+    """(n_blocks, n_groups, M) block moments of the family's rows by group."""
+    cdef intp_t n = family.n_points, M = family.c.moments_width
+    cdef intp_t n_blocks = (n + row_block - 1) // row_block
+    cdef double[:, :, ::1] out = np.empty((n_blocks, n_groups, M))
+    cdef intp_t[::1] order = np.empty(max(n, 1), dtype=np.intp)
+    cdef intp_t[::1] counts = np.empty(max(n_blocks * (n_groups + 1), 1), dtype=np.intp)
+    if n_blocks and n_groups:
+        with nogil:
+            group_moments(&family.c, n, &groups[0], n_groups, row_block, &out[0, 0, 0],
+                          &order[0], &counts[0], threads_for(n, 0))
+    return np.asarray(out)
+
+
+def rows_group_moments(Family family, intp_t offset, labels, group_of_slot,
+                       intp_t n_groups, intp_t row_block):
+    """Block moments of the family's rows grouped by ``group_of_slot[labels]``."""
+    _check_block_start(offset, row_block)
+    groups = np.ascontiguousarray(np.asarray(group_of_slot, dtype=np.intp)[labels])
+    return _group_moments(family, groups, n_groups, row_block)
+
+
+def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, active,
+                    params, log_pi, anchor_priority, anchor_row, group_of_slot,
+                    intp_t row_block):
+    """The label step of the family's rows (``label_rows``): their new labels,
+    and the block moments of the rows grouped by the new labels' active index."""
+    _check_block_start(offset, row_block)
+    cdef const intp_t[::1] old = np.ascontiguousarray(labels, dtype=np.intp)
+    cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
+    cdef const intp_t[::1] active_ = np.ascontiguousarray(active, dtype=np.intp)
+    cdef const double[::1] params_ = np.ascontiguousarray(params, dtype=np.float64)
+    cdef const double[::1] log_pi_ = np.ascontiguousarray(log_pi, dtype=np.float64)
+    cdef const double[::1] priority = np.ascontiguousarray(anchor_priority, dtype=np.float64)
+    cdef const intp_t[::1] anchor = np.ascontiguousarray(anchor_row, dtype=np.intp)
+    cdef intp_t n = family.n_points, capacity = log_pi_.shape[0]
+    cdef intp_t n_threads = threads_for(n, 0)
+    cdef intp_t[::1] new = np.empty(n, dtype=np.intp)
+    cdef double[::1] scratch = np.empty(
+        n_threads * label_stride(capacity, family.c.work_width))
+    if old.shape[0] != n or key_.shape[0] != 2 or anchor.shape[0] != capacity:
+        raise ValueError("the label step's arrays do not match the rows")
+    if n:
+        with nogil:
+            label_rows(&family.c, n, offset, &old[0], &new[0], &key_[0], sweep,
+                       &active_[0], active_.shape[0], capacity, &params_[0],
+                       family.c.param_width, &log_pi_[0], &priority[0], &anchor[0],
+                       &scratch[0], n_threads)
+    new_labels = np.asarray(new)
+    return new_labels, rows_group_moments(family, offset, new_labels, group_of_slot,
+                                          active_.shape[0], row_block)
+
+
+def rows_moments(Family family, intp_t offset, rows, intp_t row_block):
+    """(n_blocks, 1, M) block moments of the given rows (global, increasing) of the
+    family's rows."""
+    _check_block_start(offset, row_block)
+    groups = np.full(family.n_points, -1, dtype=np.intp)
+    groups[np.asarray(rows, dtype=np.intp) - offset] = 0
+    return _group_moments(family, groups, 1, row_block)
+
+
+def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t purpose,
+              theta_a, theta_b, double log_n_a, double log_n_b, double rate,
+              bint evaluate, sides):
+    """A launch scan (``scan_rows``) over the given rows (global) of the family's
+    rows: (allocations, log-probabilities), one per row."""
+    cdef const intp_t[::1] rows_ = np.ascontiguousarray(rows, dtype=np.intp)
+    cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
+    cdef const double[::1] a = np.ascontiguousarray(theta_a, dtype=np.float64)
+    cdef const double[::1] b = np.ascontiguousarray(theta_b, dtype=np.float64)
+    cdef intp_t m = rows_.shape[0]
+    cdef const signed char[::1] sides_ = np.ascontiguousarray(
+        sides if evaluate else np.zeros(max(m, 1)), dtype=np.int8)
+    cdef intp_t n_threads = threads_for(m, 0) if m >= PARALLEL_LAUNCH_ROWS else 1
+    cdef signed char[::1] proposed = np.zeros(max(m, 1), dtype=np.int8)
+    cdef double[::1] log_q = np.empty(max(m, 1))
+    cdef double[::1] scratch = np.empty(n_threads * ((4 + family.c.work_width + 7) // 8 * 8))
+    if m and (np.min(rows) < offset or np.max(rows) >= offset + family.n_points):
+        raise ValueError("a scan's rows lie outside the block of rows")
+    if m:
+        with nogil:
+            scan_rows(&family.c, &rows_[0], m, offset, &key_[0], sweep, purpose, &a[0],
+                      &b[0], log_n_a, log_n_b, rate, evaluate, <const char*> &sides_[0],
+                      <char*> &proposed[0], &log_q[0], &scratch[0], n_threads)
+    return np.asarray(proposed)[:m], np.asarray(log_q)[:m]

@@ -1,0 +1,294 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The rows of a chain on Dask workers: ``sampler="subcluster"`` past one machine.
+
+A :class:`DaskRows` keeps the rows of a ``dask.array.Array`` where they are: each
+chunk, cut at multiples of the chain's row block (``ROW_BLOCK`` rows), is bound to
+the model on the worker that holds it, once. A sweep of the sub-cluster chain
+(``_subcluster_chain``) then sends each chunk the parameters and gets back its
+rows' labels with the moments of their clusters, block by block; a split or merge
+proposal sends the rows of the clusters concerned and gets back their
+allocations; a singleton move reads the one row it concerns. The global steps
+(parameters, weights, the Metropolis-Hastings decisions, alpha) run on the
+client, in the chain.
+
+The blocks, not the chunks, fix the order of every floating-point sum, and the
+chunks hold whole blocks, so the draws equal, to the last bit, those of the same
+chain with the rows in process: they depend on ``random_state`` and the data, not
+on the chunks, the workers or the threads.
+
+What travels per sweep: the labels (8 bytes a row, both ways), the parameters
+(K x the family's parameter width) and, back, the moments of each block's
+clusters (blocks x K x (1 + d + d^2) doubles for ``full``). Each split or merge
+proposal sends the indices of its rows and gets one byte and one double a row
+back, per launch scan.
+"""
+
+from numbers import Integral
+
+import numpy as np
+
+from . import _subcluster_chain as chain_module
+
+
+def is_dask_array(X):
+    """Whether X is a ``dask.array.Array`` (without importing dask otherwise)."""
+    module = type(X).__module__
+    if not module.startswith("dask"):
+        return False
+    import dask.array as da
+
+    return isinstance(X, da.Array)
+
+
+def active_client():
+    """The active ``dask.distributed.Client``; a ValueError saying how to start one."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        raise ImportError(
+            "Fitting a dask array needs dask.distributed: pip install "
+            "'rankmix[distributed]'."
+        ) from None
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError(
+            "X is a dask array, but no dask.distributed Client is active: start "
+            "one first (client = dask.distributed.Client(...)), or pass a NumPy "
+            "array."
+        ) from None
+
+
+def aligned_chunks(chunks, n_rows, row_block):
+    """Row chunk sizes near ``chunks`` whose boundaries are multiples of the block.
+
+    Each boundary moves to the nearest multiple (the last one is ``n_rows``), and
+    chunks that would be empty disappear.
+    """
+    bounds = np.cumsum(chunks)[:-1]
+    moved = np.unique(np.rint(bounds / row_block).astype(np.int64) * row_block)
+    moved = moved[(moved > 0) & (moved < n_rows)]
+    edges = np.concatenate([[0], moved, [n_rows]])
+    return tuple(int(size) for size in np.diff(edges) if size > 0)
+
+
+def block_moments(X, row_block):
+    """(n, mean, M2) of each block of ``row_block`` rows of the array X, in order.
+
+    M2 is the scatter about the block's mean, X_c^T X_c. NumPy on each block alone,
+    so the values depend on the rows of the block only.
+    """
+    out = []
+    for start in range(0, X.shape[0], row_block):
+        block = np.ascontiguousarray(X[start : start + row_block], dtype=np.float64)
+        mean = block.sum(axis=0) / block.shape[0]
+        centred = block - mean
+        out.append((block.shape[0], mean, centred.T @ centred))
+    return out
+
+
+def merge_moments(blocks):
+    """(n, mean, M2) of the union of blocks, merged in their order (Chan et al.)."""
+    n, mean, M2 = 0, None, None
+    for n_b, mean_b, M2_b in blocks:
+        if n == 0:
+            n, mean, M2 = n_b, mean_b.copy(), M2_b.copy()
+            continue
+        total = n + n_b
+        delta = mean_b - mean
+        M2 = M2 + M2_b + np.outer(delta, delta) * (n * n_b / total)
+        mean = mean + delta * (n_b / total)
+        n = total
+    return n, mean, M2
+
+
+def _chunk_max_abs(block):
+    return float(np.max(np.abs(block))) if block.size else 0.0
+
+
+def _first_bad_row(block):
+    """The index of the first row holding NaN or inf, or -1."""
+    bad = ~np.isfinite(block).all(axis=1)
+    return int(np.argmax(bad)) if bad.any() else -1
+
+
+def _scaled(block, exponent):
+    block = np.ascontiguousarray(block, dtype=np.float64)
+    return np.ldexp(block, -exponent) if exponent else block
+
+
+class DaskRows:
+    """The rows of a dask array on the workers, and the chain's four operations.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        The rows, chunked along the rows only (the columns are made one chunk).
+    client : distributed.Client
+        The active client.
+    row_block : int, default=None
+        Rows per block; None takes ``_subcluster_chain.ROW_BLOCK``.
+    """
+
+    def __init__(self, X, client, row_block=None):
+        self.row_block = int(chain_module.ROW_BLOCK if row_block is None else row_block)
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-d dask array (n_samples, n_features), got "
+                f"{X.ndim} dimensions."
+            )
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must hold real numbers, got a dask array of {X.dtype}.")
+        n_rows = X.shape[0]
+        if not isinstance(n_rows, Integral) or np.isnan(n_rows):
+            raise ValueError(
+                "X has chunks of unknown size: call X.compute_chunk_sizes() first."
+            )
+        self.client = client
+        self.n_rows = int(n_rows)
+        self.n_features = int(X.shape[1])
+        sizes = aligned_chunks(X.chunks[0], self.n_rows, self.row_block)
+        X = X.rechunk({0: sizes, 1: -1})
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+        self.sizes = np.asarray(sizes, dtype=np.intp)
+        # the chunks, persisted: they stay on the workers from here on
+        self._chunks = client.compute(list(X.to_delayed()[:, 0]))
+        self._families = None
+
+    # -- the data's summaries, for validation and the data-dependent priors -------
+
+    def _map(self, function, *args, chunks=None):
+        """``function(chunk, *args)`` for every chunk, on its worker; the results."""
+        chunks = self._chunks if chunks is None else chunks
+        return self.client.gather(
+            [self.client.submit(function, chunk, *args, pure=False) for chunk in chunks]
+        )
+
+    def first_bad_row(self):
+        """The first row holding NaN or inf, or None."""
+        for offset, row in zip(self.offsets, self._map(_first_bad_row)):
+            if row >= 0:
+                return int(offset + row)
+        return None
+
+    def max_abs(self):
+        return max(self._map(_chunk_max_abs), default=0.0)
+
+    def rescale(self, exponent):
+        """Divide the rows by 2**exponent, exactly, where they are (0: float64 only)."""
+        self._chunks = [
+            self.client.submit(_scaled, chunk, exponent, pure=False)
+            for chunk in self._chunks
+        ]
+
+    def moments(self):
+        """(n, mean, M2) of all rows, merged block by block in row order."""
+        blocks = [b for part in self._map(block_moments, self.row_block) for b in part]
+        return merge_moments(blocks)
+
+    # -- the chain's operations -----------------------------------------------------
+
+    def bind(self, model):
+        """Bind ``model`` to each chunk, on its worker (``model.family(rows)``)."""
+        self._families = [
+            self.client.submit(model.family, chunk, pure=False) for chunk in self._chunks
+        ]
+        return self
+
+    def _submit(self, function, *args_per_chunk, chunks=None):
+        """``function(family, offset, *args)`` on chosen chunks; results in order.
+
+        ``args_per_chunk[i]`` is a callable of the chunk's index giving its
+        arguments, or a value shared by every chunk.
+        """
+        if self._families is None:
+            raise RuntimeError("bind a model to the rows first")
+        chunks = range(len(self._families)) if chunks is None else chunks
+        futures = [
+            self.client.submit(
+                function,
+                self._families[c],
+                int(self.offsets[c]),
+                *[a(c) if callable(a) else a for a in args_per_chunk],
+                pure=False,
+            )
+            for c in chunks
+        ]
+        return self.client.gather(futures)
+
+    def _slice(self, array):
+        return lambda c: array[self.offsets[c] : self.offsets[c] + self.sizes[c]]
+
+    def prior_predictive(self):
+        parts = self._submit(_prior_predictive)
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def label_step(
+        self, labels, key, sweep, active, params, log_pi, anchor_priority,
+        anchor_row, group_of_slot, row_block,
+    ):
+        parts = self._submit(
+            chain_module.rows_label_step,
+            self._slice(labels), key, sweep, active, params, log_pi,
+            anchor_priority, anchor_row, group_of_slot, row_block,
+        )
+        return (
+            np.concatenate([labels for labels, _ in parts]),
+            np.concatenate([moments for _, moments in parts]),
+        )
+
+    def group_partials(self, labels, group_of_slot, n_groups, row_block):
+        parts = self._submit(
+            chain_module.rows_group_moments,
+            self._slice(labels), group_of_slot, n_groups, row_block,
+        )
+        return np.concatenate(parts)
+
+    def _split(self, rows):
+        """The chunks holding ``rows`` (increasing) and each one's part of them."""
+        chunk_of = np.searchsorted(self.offsets, rows, side="right") - 1
+        chunks, starts = np.unique(chunk_of, return_index=True)
+        stops = np.append(starts[1:], len(rows))
+        return list(chunks), dict(zip(chunks, zip(starts, stops)))
+
+    def row_partials(self, rows, row_block):
+        if len(rows) == 0:
+            return np.empty((0, 1, 0))
+        chunks, parts = self._split(rows)
+        out = self._submit(
+            chain_module.rows_moments,
+            lambda c: rows[parts[c][0] : parts[c][1]], row_block,
+            chunks=chunks,
+        )
+        return np.concatenate(out)
+
+    def scan(self, rows, key, sweep, purpose, theta_a, theta_b, log_n_a, log_n_b,
+             rate, evaluate, sides):
+        chunks, parts = self._split(rows)
+        out = self._submit(
+            chain_module.rows_scan,
+            lambda c: rows[parts[c][0] : parts[c][1]],
+            key, sweep, purpose, theta_a, theta_b, log_n_a, log_n_b, rate, evaluate,
+            (lambda c: sides[parts[c][0] : parts[c][1]]) if evaluate else None,
+            chunks=chunks,
+        )
+        return (
+            np.concatenate([proposed for proposed, _ in out]),
+            np.concatenate([log_q for _, log_q in out]),
+        )
+
+    def row(self, i):
+        """Row i as given (rescaled, not whitened), from its worker."""
+        c = int(np.searchsorted(self.offsets, i, side="right") - 1)
+        return self.client.submit(
+            _row, self._chunks[c], int(i - self.offsets[c]), pure=False
+        ).result()
+
+
+def _prior_predictive(family, offset):
+    return chain_module.rows_prior_predictive(family)
+
+
+def _row(block, i):
+    return np.array(block[i], dtype=np.float64)
