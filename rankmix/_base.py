@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
+from ._distributed import is_dask_array
 from ._engine import Posterior, extend_posterior, point_estimate, run_chains
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
@@ -268,6 +269,8 @@ class BaseDPMixture(
         weights; with metadata routing on, call ``set_fit_request(
         sample_weight=True)`` first, as for any scikit-learn estimator.
         """
+        if is_dask_array(X):
+            self._check_rows_elsewhere(sample_weight)
         counts = check_count_weights(sample_weight, X)
         X_given, space = X, None
         if counts is not None:
@@ -362,9 +365,24 @@ class BaseDPMixture(
             return extend_posterior(previous, new, self.n_chains)
         # the training rows in the units of new data, for the pointwise
         # log-likelihood of to_inference_data and the data check of warm fits
-        self._X_fit = self._check_new_data(X_fit)
+        self._X_fit = self._training_rows(X_fit)
         self._chain_parameters = self._parameters_of_the_chains()
         return new
+
+    def _training_rows(self, X):
+        """The training rows as ``_X_fit`` keeps them (validated, in X's units)."""
+        return self._check_new_data(X)
+
+    def _check_rows_elsewhere(self, sample_weight):
+        """Refuse a dask array X unless the estimator keeps its rows on the workers.
+
+        An estimator that can (``DPGaussianClustering``) overrides this.
+        """
+        raise TypeError(
+            f"{type(self).__name__} does not fit a dask array in place: pass "
+            "X.compute(), or use DPGaussianClustering(sampler='subcluster'), which "
+            "keeps a dask array's rows on the Dask workers."
+        )
 
     def _labels_of_given_rows(self, X_given, counts):
         """``label_samples_`` and ``labels_`` of a weighted fit, one per given row.
@@ -836,7 +854,10 @@ class BaseDPMixture(
             }
         dims = {}
         if log_likelihood:
-            per_draw = self._log_predictive_per_draw(self._X_fit, training=True)
+            rows = self._X_fit
+            if is_dask_array(rows):  # rows kept on Dask workers: fetched here
+                rows = self._check_new_data(rows.compute())
+            per_draw = self._log_predictive_per_draw(rows, training=True)
             # label_samples_ stacks the chains: chain-major, so a reshape splits them
             groups["log_likelihood"] = {
                 "x": per_draw.reshape(trace["log_joint"].shape[0], -1, self._n_train)

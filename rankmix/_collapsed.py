@@ -74,13 +74,16 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                 "n_split_merge >= 1."
             )
 
-    def _collapsed_chain(self, family):
+    def _collapsed_chain(self, family, rows=None):
         """``make_chain(bit_generator)`` for the engine, over ``family``.
 
         A partial, not a closure: it pickles, so that chains can run in other
         processes; the engine passes the bit generator. The family is read-only
         during sweeps, and each chain runs on its own copy of its scratch.
+        ``rows`` (sub-cluster sampler only) holds the rows elsewhere
+        (``_distributed.DaskRows``), and ``family`` then none.
         """
+        n_points = family.n_points if rows is None else rows.shape[0]
         if self.sampler == "subcluster":
             return partial(
                 _make_subcluster_chain,
@@ -88,8 +91,9 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                 alpha=float(self.alpha),
                 n_split_merge=self.n_split_merge,
                 alpha_prior=self._alpha_prior,
-                init_clusters=min(self.init_clusters, family.n_points),
+                init_clusters=min(self.init_clusters, n_points),
                 sequential_init=self.init == "sequential",
+                remote=rows,
             )
         moves = self.sampler.split("+")
         return partial(

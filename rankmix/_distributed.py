@@ -156,6 +156,10 @@ class DaskRows:
         self._chunks = client.compute(list(X.to_delayed()[:, 0]))
         self._families = None
 
+    @property
+    def shape(self):
+        return (self.n_rows, self.n_features)
+
     # -- the data's summaries, for validation and the data-dependent priors -------
 
     def _map(self, function, *args, chunks=None):
@@ -192,7 +196,8 @@ class DaskRows:
     def bind(self, model):
         """Bind ``model`` to each chunk, on its worker (``model.family(rows)``)."""
         self._families = [
-            self.client.submit(model.family, chunk, pure=False) for chunk in self._chunks
+            self.client.submit(model.family, chunk, pure=False)
+            for chunk in self._chunks
         ]
         return self
 
@@ -225,13 +230,30 @@ class DaskRows:
         return np.concatenate(parts) if parts else np.empty(0)
 
     def label_step(
-        self, labels, key, sweep, active, params, log_pi, anchor_priority,
-        anchor_row, group_of_slot, row_block,
+        self,
+        labels,
+        key,
+        sweep,
+        active,
+        params,
+        log_pi,
+        anchor_priority,
+        anchor_row,
+        group_of_slot,
+        row_block,
     ):
         parts = self._submit(
             chain_module.rows_label_step,
-            self._slice(labels), key, sweep, active, params, log_pi,
-            anchor_priority, anchor_row, group_of_slot, row_block,
+            self._slice(labels),
+            key,
+            sweep,
+            active,
+            params,
+            log_pi,
+            anchor_priority,
+            anchor_row,
+            group_of_slot,
+            row_block,
         )
         return (
             np.concatenate([labels for labels, _ in parts]),
@@ -241,54 +263,108 @@ class DaskRows:
     def group_partials(self, labels, group_of_slot, n_groups, row_block):
         parts = self._submit(
             chain_module.rows_group_moments,
-            self._slice(labels), group_of_slot, n_groups, row_block,
+            self._slice(labels),
+            group_of_slot,
+            n_groups,
+            row_block,
         )
         return np.concatenate(parts)
 
-    def _split(self, rows):
-        """The chunks holding ``rows`` (increasing) and each one's part of them."""
-        chunk_of = np.searchsorted(self.offsets, rows, side="right") - 1
-        chunks, starts = np.unique(chunk_of, return_index=True)
-        stops = np.append(starts[1:], len(rows))
-        return list(chunks), dict(zip(chunks, zip(starts, stops)))
+    def _chunk_of(self, rows):
+        return np.searchsorted(self.offsets, rows, side="right") - 1
 
-    def row_partials(self, rows, row_block):
+    def _split(self, rows, *also):
+        """The chunks holding ``rows`` (increasing) or the rows ``also``, and each
+        one's part of ``rows`` (start, stop)."""
+        chunk_of = self._chunk_of(rows)
+        chunks = np.union1d(chunk_of, self._chunk_of(np.asarray(also, dtype=np.intp)))
+        starts = np.searchsorted(chunk_of, chunks, side="left")
+        stops = np.searchsorted(chunk_of, chunks, side="right")
+        return [int(c) for c in chunks], dict(zip(chunks, zip(starts, stops)))
+
+    def row_partials(self, rows, groups, n_groups, row_block):
+        """Block moments of ``rows`` (increasing) by ``groups``, from the chunks
+        holding them: (n_blocks, n_groups, M)."""
         if len(rows) == 0:
-            return np.empty((0, 1, 0))
+            return np.empty((0, n_groups, 0))
         chunks, parts = self._split(rows)
         out = self._submit(
             chain_module.rows_moments,
-            lambda c: rows[parts[c][0] : parts[c][1]], row_block,
+            lambda c: rows[parts[c][0] : parts[c][1]],
+            lambda c: groups[parts[c][0] : parts[c][1]],
+            n_groups,
+            row_block,
             chunks=chunks,
         )
         return np.concatenate(out)
 
-    def scan(self, rows, key, sweep, purpose, theta_a, theta_b, log_n_a, log_n_b,
-             rate, evaluate, sides):
-        chunks, parts = self._split(rows)
+    def scan(
+        self,
+        rows,
+        key,
+        sweep,
+        purpose,
+        theta_a,
+        theta_b,
+        log_n_a,
+        log_n_b,
+        rate,
+        evaluate,
+        sides,
+        i,
+        j,
+        moments,
+        row_block,
+    ):
+        """A launch scan over ``rows`` on the chunks holding them or i or j."""
+        chunks, parts = self._split(rows, i, j)
         out = self._submit(
             chain_module.rows_scan,
             lambda c: rows[parts[c][0] : parts[c][1]],
-            key, sweep, purpose, theta_a, theta_b, log_n_a, log_n_b, rate, evaluate,
+            key,
+            sweep,
+            purpose,
+            theta_a,
+            theta_b,
+            log_n_a,
+            log_n_b,
+            rate,
+            evaluate,
             (lambda c: sides[parts[c][0] : parts[c][1]]) if evaluate else None,
+            i,
+            j,
+            moments,
+            row_block,
             chunks=chunks,
         )
         return (
-            np.concatenate([proposed for proposed, _ in out]),
-            np.concatenate([log_q for _, log_q in out]),
+            np.concatenate([proposed for proposed, _, _ in out]),
+            np.concatenate([log_q for _, log_q, _ in out]),
+            np.concatenate([moments for _, _, moments in out]),
         )
 
-    def row(self, i):
-        """Row i as given (rescaled, not whitened), from its worker."""
-        c = int(np.searchsorted(self.offsets, i, side="right") - 1)
-        return self.client.submit(
-            _row, self._chunks[c], int(i - self.offsets[c]), pure=False
-        ).result()
+    def rows(self, indices):
+        """The rows ``indices`` (increasing) as given (rescaled, not whitened), from
+        their workers: (len(indices), n_features)."""
+        indices = np.asarray(indices, dtype=np.intp)
+        if len(indices) == 0:
+            return np.empty((0, self.n_features))
+        chunks, parts = self._split(indices)
+        futures = [
+            self.client.submit(
+                _rows,
+                self._chunks[c],
+                indices[parts[c][0] : parts[c][1]] - self.offsets[c],
+                pure=False,
+            )
+            for c in chunks
+        ]
+        return np.concatenate(self.client.gather(futures))
 
 
 def _prior_predictive(family, offset):
     return chain_module.rows_prior_predictive(family)
 
 
-def _row(block, i):
-    return np.array(block[i], dtype=np.float64)
+def _rows(block, indices):
+    return np.array(block[indices], dtype=np.float64)

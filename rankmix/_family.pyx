@@ -43,6 +43,15 @@ cdef class Family:
         factory, arguments = self.__reduce__()
         return factory(arguments[0], X)
 
+    def rows(self, indices):
+        """The rows ``indices`` of the data as given to the family (for ``fixed``:
+        not whitened; a sparse matrix stays sparse), a copy."""
+        data = self.__reduce__()[1][1]
+        indices = np.asarray(indices, dtype=np.intp)
+        if hasattr(data, "tocsr"):
+            return data[indices]
+        return np.asarray(data)[indices]
+
     @property
     def has_block_moments(self):
         """Whether the family builds states from block moments (``_family.pxd``)."""

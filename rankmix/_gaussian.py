@@ -9,7 +9,15 @@ from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
+from . import _subcluster_chain
 from ._collapsed import BaseCollapsedDPMixture
+from ._distributed import (
+    DaskRows,
+    active_client,
+    block_moments,
+    is_dask_array,
+    merge_moments,
+)
 from ._gaussian_kernels import NIWModel, student_t_log_density
 from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
@@ -475,20 +483,33 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _prepare(self, X, space=None):
         self._check_sampler()
-        X = _validate_vectors(self, X, reset=True)
-        d = X.shape[1]
+        if is_dask_array(X):
+            rows = DaskRows(X, active_client())
+            self._check_rows(rows)
+            top = rows.max_abs()
+        else:
+            X = rows = _validate_vectors(self, X, reset=True)
+            top = float(np.max(np.abs(X))) if X.size else 0.0
+        d = rows.shape[1]
         # The chains run on X / 2**k, an exact rescaling that keeps the sums of
         # squares of data of magnitude 1e153 finite and those of data of
         # magnitude 1e-155 normal; k = 0 (X itself) for all ordinary data. The
         # model is the same (the priors are rescaled with X, see the Notes), and
         # every fitted attribute and density is given back in X's units.
-        k = self._scale_exponent = _scale_exponent(X)
-        X = np.ldexp(X, -k) if k else X
-        _check_data_scale(X, k)
+        k = self._scale_exponent = _scale_exponent(top)
+        if rows is X:
+            X = rows = np.ldexp(X, -k) if k else X
+            summary = _DataSummary.of(
+                merge_moments(block_moments(X, _subcluster_chain.ROW_BLOCK))
+            )
+        else:
+            rows.rescale(k)
+            summary = _DataSummary.of(rows.moments())
+        _check_data_scale(summary, k)
         self.kappa_ = float(self.kappa)
-        mean_prior = self._resolve_mean_prior(X, k)
+        mean_prior = self._resolve_mean_prior(summary, k)
         self.nu_ = self._resolve_nu(d)
-        covariance_prior = self._resolve_covariance_prior(X, k)
+        covariance_prior = self._resolve_covariance_prior(summary, k)
         self._chain_priors = (mean_prior, covariance_prior)
         with np.errstate(over="ignore", under="ignore"):
             self.mean_prior_ = np.ldexp(mean_prior, k)
@@ -502,8 +523,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             if self.covariance_type == "fixed"
             else None
         )
-        self._alpha_prior = self._resolve_alpha_prior(X.shape[0])
-        model = self._model(X.shape[0])
+        self._alpha_prior = self._resolve_alpha_prior(rows.shape[0])
+        model = self._model(rows.shape[0])
         means, _, factors, dfs = _DESCRIBE[self.covariance_type](
             model, model.empty_state()[None]
         )
@@ -513,7 +534,41 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             np.ldexp(factors, self._factor_exponent(k)),
             dfs,
         )
-        return X
+        return rows
+
+    def _check_rows(self, rows):
+        """Validate rows held by Dask workers as ``_validate_vectors`` does X."""
+        for name in ("feature_names_in_",):
+            if hasattr(self, name):
+                delattr(self, name)
+        self.n_features_in_ = rows.shape[1]
+        if rows.shape[0] < 1 or rows.shape[1] < 1:
+            raise ValueError(
+                f"Found array with shape {rows.shape}: X needs at least one row and "
+                "one column."
+            )
+        bad = rows.first_bad_row()
+        if bad is not None:
+            raise ValueError(
+                f"Row {bad} of X holds NaN or infinity: X must hold finite numbers."
+            )
+
+    def _check_rows_elsewhere(self, sample_weight):
+        """Refuse what a fit of rows held by Dask workers cannot do."""
+        if self.sampler != "subcluster":
+            raise ValueError(
+                "X is a dask array: only sampler='subcluster' keeps its rows on the "
+                f"workers (got sampler={self.sampler!r}). Set sampler='subcluster', "
+                "or pass X.compute() to fit in this process."
+            )
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with a dask array X.")
+        if self.warm_start:
+            raise ValueError("warm_start=True is not supported with a dask array X.")
+
+    def _training_rows(self, X):
+        # rows on Dask workers stay there: to_inference_data computes them
+        return X if is_dask_array(X) else super()._training_rows(X)
 
     def _factor_exponent(self, k):
         """The power of two that takes the predictive factors to X's units.
@@ -523,14 +578,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         """
         return 0 if self.covariance_type == "fixed" else k
 
-    def _resolve_mean_prior(self, X, k):
+    def _resolve_mean_prior(self, summary, k):
         if self.mean_prior is None:
-            return X.mean(axis=0)
+            return summary.mean
         mean = np.asarray(self.mean_prior, dtype=np.float64)
-        if mean.shape != (X.shape[1],) or not np.all(np.isfinite(mean)):
+        if mean.shape != summary.mean.shape or not np.all(np.isfinite(mean)):
             raise ValueError(
                 f"mean_prior must be a finite vector of length n_features="
-                f"{X.shape[1]}, got shape {mean.shape}."
+                f"{len(summary.mean)}, got shape {mean.shape}."
             )
         return np.ldexp(mean, -k)
 
@@ -548,15 +603,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             )
         return float(self.nu)
 
-    def _resolve_covariance_prior(self, X, k):
-        d = X.shape[1]
+    def _resolve_covariance_prior(self, summary, k):
+        d = len(summary.mean)
         kind = self.covariance_type
         if self.covariance_prior is None:
-            covariance = (
-                np.atleast_2d(np.cov(X, rowvar=False, bias=True))
-                if len(X) > 1
-                else np.zeros((d, d))
-            )
+            covariance = summary.covariance
             ridge = COVARIANCE_RIDGE * np.trace(covariance) / d
             if not ridge > 0:
                 # constant data: unit scale, since there is no scale to learn from
@@ -676,7 +727,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         )
 
     def _chain_factory(self, X):
-        return self._collapsed_chain(self._model(X.shape[0]).family(X))
+        model = self._model(X.shape[0])
+        if isinstance(X, DaskRows):
+            # the chain's family holds no rows: the workers' families do
+            return self._collapsed_chain(
+                model.family(np.empty((0, X.shape[1]))), rows=X.bind(model)
+            )
+        return self._collapsed_chain(model.family(X))
 
     def _check_new_data(self, X):
         return _validate_vectors(self, X, reset=False)
@@ -790,22 +847,45 @@ def _first_overflowing_row(X):
     return None
 
 
-def _scale_exponent(X):
-    """k such that X / 2**k has magnitude about 1, or 0 if X is ordinary."""
-    top = float(np.max(np.abs(X))) if X.size else 0.0
+class _DataSummary:
+    """The mean and the (biased) covariance of the training rows.
+
+    Computed from block moments merged in block order (``_distributed``), the same
+    to the last bit for rows in process and rows on Dask workers: the default
+    priors, and so the draws, do not depend on where the rows are.
+    """
+
+    def __init__(self, n, mean, covariance):
+        self.n, self.mean, self.covariance = n, mean, covariance
+
+    @classmethod
+    def of(cls, moments):
+        n, mean, scatter = moments
+        d = len(mean)
+        if n < 2:
+            return cls(n, mean, np.zeros((d, d)))
+        return cls(n, mean, np.atleast_2d(scatter / n))
+
+
+def _scale_exponent(top):
+    """k such that X / 2**k has magnitude about 1, or 0 if X is ordinary.
+
+    ``top`` is the largest magnitude of X.
+    """
     if top == 0.0 or _SCALE_RANGE[0] <= top <= _SCALE_RANGE[1]:
         return 0
     return int(np.frexp(top)[1])
 
 
-def _check_data_scale(X, k):
+def _check_data_scale(summary, k):
     """Refuse data whose covariances double precision cannot hold in X's units.
 
-    ``X`` is the rescaled data, X / 2**k. Its mean variance, back in X's units,
-    must be finite (or the covariances overflow) and, unless X is constant,
-    large enough that the ridge added to the prior scale is a normal double.
+    ``summary`` is that of the rescaled data, X / 2**k. Its mean variance, back
+    in X's units, must be finite (or the covariances overflow) and, unless X is
+    constant, large enough that the ridge added to the prior scale is a normal
+    double.
     """
-    variance = float(np.var(X, axis=0).mean())
+    variance = float(np.diag(summary.covariance).mean())
     if variance == 0.0:
         return  # constant data: the prior gets a unit scale
     with np.errstate(over="ignore", under="ignore"):

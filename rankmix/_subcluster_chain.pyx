@@ -102,6 +102,7 @@ from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove
 
 from ._collapsed_chain cimport CollapsedChain
+from ._collapsed_chain import CollapsedChain as _CollapsedChain
 from ._dp_prior cimport escobar_west
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
@@ -114,7 +115,7 @@ from ._restricted cimport (
     PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_share, precedes, row_draws,
 )
 from ._rng cimport (
-    draw_from_logs, draw_index, log_gamma_variate, uniform, uniform_index,
+    draw_from_logs, draw_index, log_gamma_variate, shuffle, uniform, uniform_index,
 )
 from ._slots cimport grow_array
 
@@ -129,6 +130,11 @@ ROW_BLOCK = 65536
 # gets; the results are the same either way.
 cdef intp_t PARALLEL_LAUNCH_ROWS = 2048
 cdef intp_t MIN_ROWS_PER_THREAD = 128
+# Rows of the sequential start's sample (``_initialise_sequential``; a Python
+# global, as ROW_BLOCK), and the sweep number that keys the random numbers of its
+# label step.
+SEQUENTIAL_SAMPLE = 4096
+cdef uint64_t START_SWEEP = 0xFFFFFFFFFFFFFFFF
 # Singleton proposals per split-merge proposal: each costs K collapsed
 # predictives, about what a launch spends on K rows.
 cdef intp_t SINGLETON_MOVES = 10
@@ -139,6 +145,14 @@ cdef enum:
     SIDE = 1
     UNALLOCATED = 2
     SAMPLED = 4
+
+# The moments a launch scan of rows held elsewhere sends back (``rows_scan``): the
+# sides' sampled rows (for the next scan), all their rows (a split's proposal), or
+# all of S as one cluster (a merge's).
+cdef enum:
+    MOMENTS_SAMPLED = 0
+    MOMENTS_SIDES = 1
+    MOMENTS_MERGED = 2
 
 
 # -- the row kernels, shared by the chain and by the blocks of rows on workers -------
@@ -331,8 +345,12 @@ cdef class SubclusterChain(CollapsedChain):
     cdef intp_t P                    # doubles per parameter block
     cdef intp_t M                    # doubles per moments block (0: none)
     cdef intp_t row_block
+    cdef intp_t sequential_sample
     cdef object remote               # None, or the holder of the rows
     cdef object row_family           # remote: the family bound to the row a move reads
+    cdef dict row_cache              # remote: rows read this sweep, by index
+    cdef object scan_moments         # remote: the moments the last scan sent back
+    cdef intp_t* singleton_rows      # (10 n_split_merge,) the singleton proposals
     cdef ConjugateFamily row_table
     cdef intp_t n_proposals, n_launch
     cdef double launch_sample_rows
@@ -377,15 +395,12 @@ cdef class SubclusterChain(CollapsedChain):
                 raise ValueError(
                     f"{type(family).__name__} has no block moments: its rows cannot "
                     "be held elsewhere.")
-            if sequential_init:
-                raise ValueError(
-                    "init='sequential' reads the rows one at a time, which rows held "
-                    "by Dask workers cannot afford; use init='random'.")
         self.remote = remote
         self.row_block = ROW_BLOCK if remote is None else remote.row_block
         if self.row_block < 1:
             raise ValueError(f"the row block must be >= 1, got {self.row_block}")
         self.launch_sample_rows = launch_sample_rows
+        self.sequential_sample = max(1, SEQUENTIAL_SAMPLE)
         self.P = family.c.param_width
         self.M = family.c.moments_width
         # a family's callbacks write to its context's scratch: a thread that
@@ -399,22 +414,27 @@ cdef class SubclusterChain(CollapsedChain):
             self.thread_tables[t] = (<Family> copy).c
         self.moments_scratch = <double*> grow_array(
             NULL, self.n_tables * 2 * max(self.M, 1) * sizeof(double))
-        super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
-                         bit_generator, None, 1e-32, 0, sequential_init,
-                         None if remote is None else remote.prior_predictive())
-        self.n_proposals = n_split_merge
-        self.n_launch = n_launch
-        keys = np.random.Generator(self.bit_generator).integers(
-            0, 2**64, size=2, dtype=np.uint64, endpoint=False)
+        # the rows' Philox key, before the start (whose label step uses it)
+        keys = np.random.Generator(getattr(bit_generator, "bit_generator", bit_generator)
+                                   ).integers(0, 2**64, size=2, dtype=np.uint64)
         self.key[0] = keys[0]
         self.key[1] = keys[1]
-        n = max(self.N, 1)
+        self.n_proposals = n_split_merge
+        self.n_launch = n_launch
+        # the work arrays, before the start, which uses some of them
+        n = max(family.n_points if remote is None else remote.n_rows, 1)
         self.new_labels = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.launch_rows = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.launch_log_q = <double*> grow_array(NULL, n * sizeof(double))
         self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.proposed = <char*> grow_array(NULL, n * sizeof(char))
         self.side_params = <double*> grow_array(NULL, 2 * self.P * sizeof(double))
+        self.singleton_rows = <intp_t*> grow_array(
+            NULL, SINGLETON_MOVES * n_split_merge * sizeof(intp_t))
+        self.row_cache = {}
+        super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
+                         bit_generator, None, 1e-32, 0, sequential_init,
+                         None if remote is None else remote.prior_predictive())
 
     def __dealloc__(self):
         free(self.params); free(self.log_pi)
@@ -422,7 +442,7 @@ cdef class SubclusterChain(CollapsedChain):
         free(self.new_labels); free(self.scratch); free(self.moments_scratch)
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
-        free(self.thread_tables); free(self.rebuild_status)
+        free(self.thread_tables); free(self.rebuild_status); free(self.singleton_rows)
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """The base's slot arrays, and the per-slot parameters and anchors."""
@@ -498,7 +518,8 @@ cdef class SubclusterChain(CollapsedChain):
         elif self.remote is not None:
             with gil:
                 partials = np.ascontiguousarray(self.remote.row_partials(
-                    np.asarray(<const intp_t[:n]> points) if n else np.empty(0, np.intp),
+                    np.asarray(<const intp_t[:n]> points).copy() if n
+                    else np.empty(0, np.intp), np.zeros(n, np.intp), 1,
                     self.row_block), dtype=np.float64)
                 status = self._state_from_partials(partials, 0, state)
         else:
@@ -527,6 +548,13 @@ cdef class SubclusterChain(CollapsedChain):
                 self._fail()
         return 0
 
+    cdef int _fetch_rows(self, rows) except -1:
+        """Read the rows (those >= 0) held elsewhere into ``row_cache``, at once."""
+        wanted = np.unique(rows[rows >= 0])
+        for row, x in zip(wanted, self.remote.rows(wanted)):
+            self.row_cache[int(row)] = np.ascontiguousarray(x, dtype=np.float64)
+        return 0
+
     cdef object _group_of_slot(self):
         """(capacity,) each slot's position among the active ones, -1 if free."""
         cdef intp_t a
@@ -542,8 +570,9 @@ cdef class SubclusterChain(CollapsedChain):
             point[0] = row
             return &self.f
         with gil:
-            x = np.ascontiguousarray(self.remote.row(row), dtype=np.float64)
-            self.row_family = self.family.rebound(x.reshape(1, -1))
+            if row not in self.row_cache:
+                self._fetch_rows(np.array([row], dtype=np.intp))
+            self.row_family = self.family.rebound(self.row_cache[row].reshape(1, -1))
             self.row_table = (<Family> self.row_family).c
         point[0] = 0
         return &self.row_table
@@ -561,14 +590,20 @@ cdef class SubclusterChain(CollapsedChain):
             self.log_pi[c] = log_gamma_variate(self.rng, self._state(c)[STATE_COUNT])
         return 0
 
-    cdef int _label_step(self, uint64_t sweep) except -1 nogil:
+    cdef int _label_step(self, uint64_t sweep, bint free=False) except -1 nogil:
         """Every row's label given the parameters, in parallel, and the clusters'
-        states from them (steps 2 and 3)."""
-        cdef intp_t N = self.N, capacity = self.slots.capacity
+        states from them (steps 2 and 3). ``free``: no anchors, every row may
+        join every cluster (the start's label step, which may empty a cluster)."""
+        cdef intp_t c, N = self.N, capacity = self.slots.capacity
         cdef intp_t n_threads = self._n_threads(N)
         cdef intp_t* labels = &self.labels[0]
-        find_anchors(self.key, sweep, labels, N, capacity,
-                     self.anchor_priority, self.anchor_row)
+        if free:
+            for c in range(capacity):
+                self.anchor_priority[c] = -1.0
+                self.anchor_row[c] = -1
+        else:
+            find_anchors(self.key, sweep, labels, N, capacity,
+                         self.anchor_priority, self.anchor_row)
         if self.remote is not None:
             with gil:
                 new_labels, partials = self.remote.label_step(
@@ -591,6 +626,64 @@ cdef class SubclusterChain(CollapsedChain):
         self._rebuild_all()            # also groups the members by slot
         return 0
 
+    cdef int _initialise_sequential(self) except -1 nogil:
+        """Sequential prediction over a random sample of the rows, then every row
+        drawn given the sample's clusters.
+
+        Sequential prediction (``CollapsedChain``'s start) reads the rows one at a
+        time; here it runs on a uniform sample of at most ``SEQUENTIAL_SAMPLE``
+        rows (all of them when there are no more), read at once wherever the rows
+        are. Then each cluster's parameters and weight are drawn given its sample
+        rows, and every row's label given them, in parallel (the label step with
+        no anchors): a start next to the clusters a full sequential pass would
+        find, at the cost of one sweep. Clusters that no row joins are dropped.
+        """
+        cdef intp_t r, a, n_sample = min(self.N, self.sequential_sample)
+        if self.N == 0:
+            return 0
+        for r in range(self.N):
+            self.order[r] = r
+        shuffle(self.order, self.N, self.rng)
+        with gil:
+            self._sample_start(np.sort(np.asarray(<intp_t[:n_sample]> self.order)))
+        if n_sample == self.N:
+            self._rebuild_all()
+        else:
+            self._draw_parameters()
+            for r in range(self.N):
+                self.labels[r] = self.slots.active[0]
+            self._label_step(START_SWEEP, True)
+            for a in range(self.slots.n_active - 1, -1, -1):
+                if self._state(self.slots.active[a])[STATE_COUNT] == 0:
+                    self._close_slot(self.slots.active[a])
+            self._group_members()
+        self.log_joint = self._compute_log_joint()
+        return 0
+
+    cdef int _sample_start(self, rows) except -1:
+        """Sequential prediction over ``rows`` (a CollapsedChain of their own, on a
+        stream seeded from this chain's): their labels (``rows`` all the rows) or
+        their clusters' states (a sample)."""
+        cdef intp_t a, k, c, n = len(rows)
+        cdef Family sample
+        cdef const intp_t[::1] members
+        x = self.family.rows(rows) if self.remote is None else self.remote.rows(rows)
+        sample = self.family.rebound(x)
+        seed = [int(uniform(self.rng) * 2.0**53) for _ in range(4)]
+        labels = _CollapsedChain(sample, self.alpha, True, 0, None, 1,
+                                 np.random.PCG64(seed), sequential_init=True).snapshot()[0]
+        slots = [self._open_slot() for _ in range(int(labels.max()) + 1)]
+        if n == self.N:
+            for k in range(n):
+                self.labels[k] = slots[labels[k]]
+            return 0
+        for a, c in enumerate(slots):
+            members = np.flatnonzero(labels == a)
+            if sample.c.rebuild(sample.c.segments.context, self._state(c), &members[0],
+                                members.shape[0]) < 0:
+                self._fail()
+        return 0
+
     cdef int _sweep(self) except -1 nogil:
         cdef intp_t t
         cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
@@ -602,9 +695,7 @@ cdef class SubclusterChain(CollapsedChain):
         # a fixed number: a number that depends on the state (K, say) would make
         # the sweep a state-dependent power of an invariant kernel, which is not
         # invariant itself
-        for t in range(SINGLETON_MOVES * self.n_proposals):
-            if self._singleton_move():
-                self._group_members()
+        self._singleton_phase()
         if self.sample_alpha:
             self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
                                       self.alpha_shape, self.alpha_rate)
@@ -673,12 +764,11 @@ cdef class SubclusterChain(CollapsedChain):
             j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
             n_c = self._size(c_a) + self._size(c_b)
         m = self._launch_set(c_a, c_b, i, j)
+        # the proposed split's states (state_a, state_b), or the merged one (state_m)
         log_q = self._launch(sweep, t, i, j, m, split)
-
-        # the sides' states: the proposed split's, or the current clusters'
         if split:
-            n_a = self._side_state(self.state_a, i, m, self.side, 1, SIDE)
-            n_b = self._side_state(self.state_b, j, m, self.side, 0, SIDE)
+            n_a = <intp_t> self.state_a[STATE_COUNT]
+            n_b = <intp_t> self.state_b[STATE_COUNT]
         else:
             n_a = self._size(c_a)
             n_b = self._size(c_b)
@@ -707,9 +797,6 @@ cdef class SubclusterChain(CollapsedChain):
                     self.labels[self.launch_rows[k]] = c_new
             return True
         self.n_merge += 1
-        # the merged cluster's state, from S
-        n = self._side_rows(i, j, m, NULL, 0, 0)
-        self._state_of(self.state_m, self.side_members, n)
         # select the split back (K - 1 clusters) / select this merge (K clusters)
         log_select = (-log(<double> (K - 1)) - log(<double> n_c * (n_c - 1))
                       + log(<double> K * (K - 1)) + log(<double> n_a * n_b))
@@ -747,19 +834,39 @@ cdef class SubclusterChain(CollapsedChain):
                 total += exp(self.log_prob[b] - high)
         return high + log(total)
 
-    cdef bint _singleton_move(self) except -1 nogil:
-        """One absorb or split-off proposal (module docstring); True if accepted.
+    cdef int _singleton_phase(self) except -1 nogil:
+        """10 x ``n_split_merge`` singleton proposals (module docstring).
+
+        Each proposal's type, and the row a split-off proposal reads, are drawn
+        before any proposal runs: they do not depend on the state, so that rows
+        held elsewhere are fetched at once.
+        """
+        cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_proposals
+        for t in range(n_moves):
+            self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
+                                      else uniform_index(self.rng, self.N))
+        if self.remote is not None:
+            with gil:
+                self.row_cache = {}
+                self._fetch_rows(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
+        for t in range(n_moves):
+            if self._singleton_move(self.singleton_rows[t]):
+                self._group_members()
+        return 0
+
+    cdef bint _singleton_move(self, intp_t a) except -1 nogil:
+        """An absorb proposal (``a`` < 0) or the split-off of row ``a`` (module
+        docstring); True if accepted.
 
         ``members`` must hold the points of each slot.
         """
-        cdef intp_t K = self.slots.n_active, c, k, a, b, n_c, point
+        cdef intp_t K = self.slots.n_active, c, k, b, n_c, point
         cdef const ConjugateFamily* table
         cdef double log_z, log_ratio
-        cdef bint absorb = uniform(self.rng) < 0.5
-        c = self.slots.active[uniform_index(self.rng, K)]
-        n_c = self._size(c)
-        if absorb:
-            if n_c != 1 or K < 2:
+        cdef double log_n = log(<double> self.N)
+        if a < 0:
+            c = self.slots.active[uniform_index(self.rng, K)]
+            if self._size(c) != 1 or K < 2:
                 return False
             a = self._member(c, 0)
             table = self._row_table(a, &point)
@@ -767,17 +874,17 @@ cdef class SubclusterChain(CollapsedChain):
             b = draw_from_logs(self.log_prob, K, self.rng)   # never c: its weight is 0
             k = self.slots.active[b]
             log_ratio = (log(<double> K) + log_z - log(self.alpha)
-                         - self.log_prior_predictive[a] - log(<double> (K - 1))
-                         - log(self._state(k)[STATE_COUNT] + 1.0))
+                         - self.log_prior_predictive[a] - log_n)
             if log(uniform(self.rng)) >= log_ratio:
                 return False
             family_add(table, self._state(k), point)
             self.labels[a] = k
             self._close_slot(c)
             return True
+        c = self.labels[a]
+        n_c = self._size(c)
         if n_c < 2:
             return False
-        a = self._member(c, uniform_index(self.rng, n_c))
         table = self._row_table(a, &point)
         # c without a, in scratch: a removal, or (if it fails numerically) a
         # rebuild from c's other members
@@ -790,8 +897,8 @@ cdef class SubclusterChain(CollapsedChain):
                     k += 1
             self._state_of(self.state_m, self.side_members, n_c - 1)
         log_z = self._absorb_weights(table, point, -1, self.state_m, c)
-        log_ratio = (log(self.alpha) + self.log_prior_predictive[a] - log_z
-                     - log(<double> (K + 1)) + log(<double> K) + log(<double> n_c))
+        log_ratio = (log(self.alpha) + self.log_prior_predictive[a] + log_n - log_z
+                     - log(<double> (K + 1)))
         if log(uniform(self.rng)) >= log_ratio:
             return False
         memcpy(self._state(c), self.state_m, self.W * sizeof(double))
@@ -836,37 +943,70 @@ cdef class SubclusterChain(CollapsedChain):
         self._state_of(state, self.side_members, n)
         return n
 
-    cdef int _scan(self, uint64_t sweep, uint64_t purpose, intp_t m, double log_n_a,
-                   double log_n_b, double rate, bint evaluate) except -1 nogil:
-        """One restricted scan over the launch rows (``scan_rows``), where they are."""
+    cdef int _pair_states(self, intp_t i, intp_t j, intp_t m, const char* bits,
+                          char value_a, char value_b, char mask) except -1 nogil:
+        """``state_a`` <- the state of i and the launch rows k with
+        ``bits[k] & mask == value_a``, ``state_b`` of j and those with ``value_b``;
+        with rows elsewhere, from the moments the last scan brought back (or, before
+        the first scan, of i and j alone)."""
+        if self.remote is None:
+            self._side_state(self.state_a, i, m, bits, value_a, mask)
+            self._side_state(self.state_b, j, m, bits, value_b, mask)
+            return 0
+        with gil:
+            if self.scan_moments is None:
+                self.scan_moments = self.remote.row_partials(
+                    np.array(sorted((i, j)), dtype=np.intp),
+                    np.array([0, 1] if i < j else [1, 0], dtype=np.intp), 2,
+                    self.row_block)
+            self._states_from_scan(self.state_a, self.state_b)
+        return 0
+
+    cdef int _states_from_scan(self, double* first, double* second) except -1:
+        """States from the moments of the last scan (``second`` NULL: one group)."""
+        moments = np.ascontiguousarray(self.scan_moments, dtype=np.float64)
+        self.scan_moments = None
+        if (self._state_from_partials(moments, 0, first) < 0
+                or (second != NULL and self._state_from_partials(moments, 1, second) < 0)):
+            with nogil:
+                self._fail()
+        return 0
+
+    cdef int _scan(self, uint64_t sweep, uint64_t purpose, intp_t m, intp_t i, intp_t j,
+                   double rate, bint evaluate, int moments) except -1 nogil:
+        """One restricted scan over the launch rows (``scan_rows``), where they are;
+        rows elsewhere also send back the ``moments`` the launch needs next
+        (``rows_scan``)."""
         cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
         cdef intp_t P = self.P
+        cdef double log_n_a = log(self.state_a[STATE_COUNT])
+        cdef double log_n_b = log(self.state_b[STATE_COUNT])
         if self.remote is None:
             scan_rows(&self.f, self.launch_rows, m, 0, self.key, sweep, purpose,
                       self.side_params, self.side_params + P, log_n_a, log_n_b, rate,
                       evaluate, self.side, self.proposed, self.launch_log_q,
                       self._thread_scratch(n_threads), n_threads)
             return 0
-        if m == 0:
-            return 0
         with gil:
-            self._remote_scan(sweep, purpose, m, log_n_a, log_n_b, rate, evaluate)
+            self._remote_scan(sweep, purpose, m, i, j, log_n_a, log_n_b, rate, evaluate,
+                              moments)
         return 0
 
-    cdef int _remote_scan(self, uint64_t sweep, uint64_t purpose, intp_t m,
-                          double log_n_a, double log_n_b, double rate,
-                          bint evaluate) except -1:
+    cdef int _remote_scan(self, uint64_t sweep, uint64_t purpose, intp_t m, intp_t i,
+                          intp_t j, double log_n_a, double log_n_b, double rate,
+                          bint evaluate, int moments) except -1:
         cdef intp_t k, P = self.P
         cdef const signed char[::1] proposed
         cdef const double[::1] log_q
         result = self.remote.scan(
-            np.asarray(<intp_t[:m]> self.launch_rows).copy(),
+            np.asarray(<intp_t[:m]> self.launch_rows).copy() if m else np.empty(0, np.intp),
             np.asarray(<uint64_t[:2]> &self.key[0]).copy(), sweep, purpose,
             np.asarray(<double[:P]> self.side_params).copy(),
             np.asarray(<double[:P]> (self.side_params + P)).copy(),
             log_n_a, log_n_b, rate, evaluate,
-            np.asarray(<signed char[:m]> <signed char*> self.side).copy()
-            if evaluate else None)
+            (np.asarray(<signed char[:m]> <signed char*> self.side).copy() if m
+             else np.empty(0, np.int8)) if evaluate else None,
+            i, j, moments, self.row_block)
         proposed = np.ascontiguousarray(result[0], dtype=np.int8)
         log_q = np.ascontiguousarray(result[1], dtype=np.float64)
         if proposed.shape[0] != m or log_q.shape[0] != m:
@@ -875,6 +1015,7 @@ cdef class SubclusterChain(CollapsedChain):
             if not evaluate:
                 self.proposed[k] = proposed[k]
             self.launch_log_q[k] = log_q[k]
+        self.scan_moments = result[2]
         return 0
 
     cdef double _launch(self, uint64_t sweep, intp_t t, intp_t i, intp_t j, intp_t m,
@@ -884,8 +1025,10 @@ cdef class SubclusterChain(CollapsedChain):
         On entry ``side`` holds the current clusters' sides (1 for i's; a merge
         reads them), and on exit the proposed allocation (a split) or still the
         current one (a merge), whose log-probability under the last scan is
-        returned. Everything random here is a function of (i, j, S) and fresh
-        draws keyed by the rows, the same for a split and a merge.
+        returned; ``state_a`` and ``state_b`` hold the proposed split's states (a
+        split), ``state_m`` the merged one (a merge). Everything random here is a
+        function of (i, j, S) and fresh draws keyed by the rows, the same for a
+        split and a merge.
 
         A scan's sides' parameters are drawn given a random sample of about
         ``launch_sample_rows`` of their rows (each row's own Philox draw decides), so
@@ -893,31 +1036,43 @@ cdef class SubclusterChain(CollapsedChain):
         sequential rebuilds; only the last scan's allocation is proposed, and
         it covers every row.
         """
-        cdef intp_t k, s, P = self.P
-        cdef double log_n_a, log_n_b, log_q = 0.0
+        cdef intp_t k, s, n, P = self.P
+        cdef double log_q = 0.0
         cdef double rate = min(1.0, self.launch_sample_rows / (m + 1.0))
         cdef void* context = self.f.segments.context
         cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
+        cdef bint last, evaluate
         # the first scan's sides are i and j alone
         for k in range(m):
             self.proposed[k] = UNALLOCATED
+        self._pair_states(i, j, m, self.proposed, SAMPLED | 1, SAMPLED, SAMPLED | SIDE)
         for s in range(1, self.n_launch + 1):
             # the sides' parameters given the sampled rows of the allocation so far
-            log_n_a = log(<double> self._side_state(
-                self.state_a, i, m, self.proposed, SAMPLED | 1, SAMPLED | SIDE))
-            log_n_b = log(<double> self._side_state(
-                self.state_b, j, m, self.proposed, SAMPLED, SAMPLED | SIDE))
             if (self.f.draw_params(context, self.state_a, self.rng, self.side_params) < 0
                     or self.f.draw_params(context, self.state_b, self.rng,
                                           self.side_params + P) < 0):
                 self._fail()
+            last = s == self.n_launch
             # the last scan of a merge evaluates the current sides instead of drawing
-            self._scan(sweep, purpose + s, m, log_n_a, log_n_b, rate,
-                       s == self.n_launch and not split)
+            evaluate = last and not split
+            self._scan(sweep, purpose + s, m, i, j, rate, evaluate,
+                       MOMENTS_SAMPLED if not last else
+                       (MOMENTS_MERGED if evaluate else MOMENTS_SIDES))
+            if not last:
+                self._pair_states(i, j, m, self.proposed, SAMPLED | 1, SAMPLED,
+                                  SAMPLED | SIDE)
         for k in range(m):
             log_q += self.launch_log_q[k]
             if split:
                 self.side[k] = self.proposed[k] & SIDE
+        if split:
+            self._pair_states(i, j, m, self.side, 1, 0, SIDE)
+        elif self.remote is None:
+            n = self._side_rows(i, j, m, NULL, 0, 0)
+            self._state_of(self.state_m, self.side_members, n)
+        else:
+            with gil:
+                self._states_from_scan(self.state_m, NULL)
         return log_q
 
     # -- Python interface ------------------------------------------------------------
@@ -1014,20 +1169,25 @@ def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, a
                                           active_.shape[0], row_block)
 
 
-def rows_moments(Family family, intp_t offset, rows, intp_t row_block):
-    """(n_blocks, 1, M) block moments of the given rows (global, increasing) of the
-    family's rows."""
+def rows_moments(Family family, intp_t offset, rows, groups, intp_t n_groups,
+                 intp_t row_block):
+    """(n_blocks, n_groups, M) block moments of the given rows (global, increasing)
+    of the family's rows, by their ``groups``."""
     _check_block_start(offset, row_block)
-    groups = np.full(family.n_points, -1, dtype=np.intp)
-    groups[np.asarray(rows, dtype=np.intp) - offset] = 0
-    return _group_moments(family, groups, 1, row_block)
+    by_row = np.full(family.n_points, -1, dtype=np.intp)
+    by_row[np.asarray(rows, dtype=np.intp) - offset] = groups
+    return _group_moments(family, by_row, n_groups, row_block)
 
 
 def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t purpose,
               theta_a, theta_b, double log_n_a, double log_n_b, double rate,
-              bint evaluate, sides):
+              bint evaluate, sides, intp_t i, intp_t j, int moments, intp_t row_block):
     """A launch scan (``scan_rows``) over the given rows (global) of the family's
-    rows: (allocations, log-probabilities), one per row."""
+    rows: (allocations, log-probabilities, block moments). The allocations and
+    log-probabilities are one per row; the moments are those the launch needs next
+    (``moments``): of the sides' sampled rows with i and j (``MOMENTS_SAMPLED``), of
+    the sides' rows with i and j (``MOMENTS_SIDES``), or of all the rows with i and j
+    as one group (``MOMENTS_MERGED``), from the rows of this block of rows."""
     cdef const intp_t[::1] rows_ = np.ascontiguousarray(rows, dtype=np.intp)
     cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
     cdef const double[::1] a = np.ascontiguousarray(theta_a, dtype=np.float64)
@@ -1046,4 +1206,19 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
             scan_rows(&family.c, &rows_[0], m, offset, &key_[0], sweep, purpose, &a[0],
                       &b[0], log_n_a, log_n_b, rate, evaluate, <const char*> &sides_[0],
                       <char*> &proposed[0], &log_q[0], &scratch[0], n_threads)
-    return np.asarray(proposed)[:m], np.asarray(log_q)[:m]
+    allocation = np.asarray(proposed)[:m]
+    # the groups of the moments: 0 for i's side, 1 for j's, -1 for no group
+    if moments == MOMENTS_MERGED:
+        groups = np.zeros(m, dtype=np.intp)
+    else:
+        groups = np.where(allocation & SIDE, 0, 1)
+        if moments == MOMENTS_SAMPLED:
+            groups[(allocation & SAMPLED) == 0] = -1
+    by_row = np.full(family.n_points, -1, dtype=np.intp)
+    by_row[np.asarray(rows_, dtype=np.intp) - offset] = groups
+    for anchor, group in ((i, 0), (j, 0 if moments == MOMENTS_MERGED else 1)):
+        if offset <= anchor < offset + family.n_points:
+            by_row[anchor - offset] = group
+    _check_block_start(offset, row_block)
+    return allocation, np.asarray(log_q)[:m], _group_moments(
+        family, by_row, 1 if moments == MOMENTS_MERGED else 2, row_block)

@@ -5,10 +5,15 @@ do not depend on where the rows are: the same chain with its rows held by Dask
 workers (``_distributed.DaskRows``) draws exactly what it draws in process.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
 
+from rankmix import DPGaussianClustering
 from rankmix import _subcluster_chain as chain_module
 from rankmix._distributed import (
     DaskRows,
@@ -66,13 +71,17 @@ class SerialClient:
         return [_Done(c.compute()) for c in collections]
 
 
-def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1):
+def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options):
     """A chain with its rows in process and the same chain on ``client``'s rows;
     asserts every sweep's labels and log joint are identical."""
     model = make_model(kind, X.shape[1], len(X))
-    rows = DaskRows(da.from_array(X, chunks=(chunks, -1)), client, row_block).bind(model)
+    rows = DaskRows(da.from_array(X, chunks=(chunks, -1)), client, row_block).bind(
+        model
+    )
     empty = np.empty((0, X.shape[1]))
-    options = dict(alpha=1.0, n_split_merge=3, alpha_prior=(1.0, 1.0), init_clusters=3)
+    options = dict(
+        alpha=1.0, n_split_merge=3, alpha_prior=(1.0, 1.0), init_clusters=3, **options
+    )
     chain_module.ROW_BLOCK, saved = row_block, chain_module.ROW_BLOCK
     try:
         local = SubclusterChain(
@@ -83,6 +92,8 @@ def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1):
     remote = SubclusterChain(
         model.family(empty), bit_generator=np.random.PCG64(seed), remote=rows, **options
     )
+    assert_array_equal(local.snapshot()[0], remote.snapshot()[0])
+    assert local.log_joint == remote.log_joint
     for sweep in range(n_sweeps):
         local.sweep()
         remote.sweep()
@@ -110,7 +121,9 @@ def test_block_moments_give_the_state_of_a_rebuild(kind):
         blocked = family._blocked_state(members, row_block)
         assert_allclose(blocked, rebuilt, rtol=1e-10, atol=1e-12)
     # an empty set of rows is the prior
-    assert_array_equal(family._blocked_state(np.empty(0, np.intp), 4), model.empty_state())
+    assert_array_equal(
+        family._blocked_state(np.empty(0, np.intp), 4), model.empty_state()
+    )
 
 
 def test_merged_data_moments_match_numpy():
@@ -156,12 +169,97 @@ def test_rows_in_chunks_identical_with_large_launches():
     run_pair("diag", X, 1500, 512, SerialClient(), n_sweeps=6)
 
 
-def test_rows_elsewhere_refuse_a_sequential_start():
-    X = two_blobs()
-    model = make_model("full", 2, len(X))
-    rows = DaskRows(da.from_array(X, chunks=(100, -1)), SerialClient(), 16).bind(model)
-    with pytest.raises(ValueError, match="sequential"):
-        SubclusterChain(
-            model.family(np.empty((0, 2))), 1.0, 3, None, 3, np.random.PCG64(0),
-            sequential_init=True, remote=rows,
+@pytest.mark.parametrize("sample", [100, 4096])
+def test_sequential_start_is_the_same_wherever_the_rows_are(sample, monkeypatch):
+    # a sample of 100 of the 300 rows (their clusters, then every row labelled
+    # given them), or all of them
+    monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", sample)
+    run_pair(
+        "full", two_blobs(), 50, 16, SerialClient(), n_sweeps=5, sequential_init=True
+    )
+
+
+def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
+    # 6 separated clusters, 3000 rows: the clusters of a 300-row sample label
+    # every row right (measured: the same ARI as a pass over all rows, or better)
+    rng = np.random.default_rng(3)
+    centres = np.vstack([30.0 * np.eye(3), -30.0 * np.eye(3)])
+    y = rng.integers(6, size=3000)
+    X = centres[y] + rng.normal(size=(3000, 3))
+    monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 300)
+    for seed in range(4):
+        model = DPGaussianClustering(
+            covariance_type="diag",
+            sampler="subcluster",
+            n_iter=1,
+            burn_in=0,
+            thin=1,
+            n_chains=1,
+            random_state=seed,
+        ).fit(X)
+        assert adjusted_rand_score(y, model.labels_) > 0.99, seed
+
+
+# -- the estimator on a LocalCluster ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "spherical"])
+def test_dask_fit_draws_what_an_in_process_fit_draws(
+    covariance_type, dask_client, monkeypatch
+):
+    # 2 worker processes, 4 chunks of whole blocks; the default priors and the
+    # sequential start (from a sample) included; two chains side by side
+    monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
+    monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
+    X = two_blobs(600, 3, seed=4)
+    params = dict(
+        covariance_type=covariance_type,
+        sampler="subcluster",
+        n_split_merge=2,
+        n_iter=6,
+        burn_in=3,
+        thin=1,
+        n_chains=2,
+        n_jobs=2,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        here = DPGaussianClustering(**params).fit(X)
+        there = DPGaussianClustering(**params).fit(da.from_array(X, chunks=(150, 3)))
+    assert_array_equal(here.label_samples_, there.label_samples_)
+    assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
+    assert_array_equal(here.means_, there.means_)
+    assert_array_equal(here.mean_prior_, there.mean_prior_)
+    assert_array_equal(here.covariance_prior_, there.covariance_prior_)
+    assert_array_equal(here.predict(X), there.predict(X))
+
+
+def test_dask_fit_refuses_what_it_cannot_do(dask_client):
+    X = da.from_array(two_blobs(), chunks=(100, 2))
+    with pytest.raises(ValueError, match="sampler='subcluster'"):
+        DPGaussianClustering().fit(X)
+    with pytest.raises(ValueError, match="sample_weight"):
+        DPGaussianClustering(sampler="subcluster").fit(X, sample_weight=np.ones(300))
+    bad = two_blobs()
+    bad[123, 1] = np.nan
+    with pytest.raises(ValueError, match="Row 123 of X"):
+        DPGaussianClustering(sampler="subcluster").fit(da.from_array(bad, chunks=50))
+    from rankmix import DPMultinomialClustering
+
+    with pytest.raises(TypeError, match="DPGaussianClustering"):
+        DPMultinomialClustering(sampler="subcluster").fit(
+            da.from_array(np.ones((10, 3)), chunks=5)
         )

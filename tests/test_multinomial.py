@@ -236,6 +236,21 @@ def test_sparse_and_dense_give_identical_draws(sampler):
     assert_array_equal(dense.score_samples(X), csr.score_samples(sparse.csr_matrix(X)))
 
 
+@pytest.mark.parametrize("sample", [30, 4096])
+def test_subcluster_start_from_a_sample_sparse_and_dense(sample, monkeypatch):
+    # the sequential start on a sample of the documents (or all of them) reads
+    # sparse rows as sparse, and gives the same draws as dense rows
+    from rankmix import _subcluster_chain
+
+    monkeypatch.setattr(_subcluster_chain, "SEQUENTIAL_SAMPLE", sample)
+    X, y = documents(n=120)
+    params = dict(sampler="subcluster", n_iter=8, burn_in=4, random_state=0)
+    dense = DPMultinomialClustering(**params).fit(X)
+    csr = DPMultinomialClustering(**params).fit(sparse.csr_matrix(X))
+    assert_array_equal(dense.label_samples_, csr.label_samples_)
+    assert_array_equal(dense.trace_["log_joint"], csr.trace_["log_joint"])
+
+
 def test_fit_finds_the_topics_and_keeps_sparse_draws():
     from sklearn.metrics import adjusted_rand_score
 
