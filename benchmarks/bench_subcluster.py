@@ -16,6 +16,10 @@ Sections (``--sections``, all by default):
 * ``scale``: N = 10^6 points in d = 10 from K = 20 Gaussians: seconds per sweep
   of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl), their
   ratio (goal >= 1.8x), and the peak resident memory of the process.
+* ``dask``: the same problem with its rows generated on, and kept on, a
+  ``LocalCluster`` of 2 worker processes: seconds per sweep of the chain on the
+  workers, the client's peak memory, whether the in-process chain draws the same
+  labels, and its seconds per sweep on 1 and 2 threads.
 
 Every time is the median of ``--repeats`` runs (fresh data seed and random_state
 per repeat), each method on the same data in the same process.
@@ -23,7 +27,7 @@ per repeat), each method on the same data in the same process.
 Usage::
 
     python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
-        [--sections dpmm liang scale] [--n-iter 60]
+        [--sections dpmm liang scale dask] [--n-iter 60]
 """
 
 # Authors: The rankmix developers
@@ -185,12 +189,73 @@ def section_scale(args):
           f"(the data: {X.nbytes / 2**30:.2f} GiB)")
 
 
+def _blob_chunk(block_info=None, d=10, k=20, mean_variance=20.0):
+    """One chunk of `blobs`-like data, generated on its worker from its position."""
+    start, stop = block_info[None]["array-location"][0]
+    means = np.random.default_rng(0).normal(0.0, np.sqrt(mean_variance), size=(k, d))
+    rng = np.random.default_rng([1, start])
+    return means[rng.integers(k, size=stop - start)] + rng.standard_normal(
+        (stop - start, d))
+
+
+def section_dask(args):
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    n = 100_000 if args.quick else 1_000_000
+    chunk = 131_072   # 2 row blocks of 65,536
+    print(f"\n== N = {n:,}, d = 10, K = 20 on a LocalCluster of 2 worker processes "
+          "(1 thread each): seconds per sweep of the sub-cluster sampler with the "
+          "rows on the workers, against the same chain in process on 1 and 2 "
+          "OpenMP threads; the rows are generated on the workers ==")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        X = da.map_blocks(_blob_chunk, chunks=((chunk,) * (n // chunk)
+                                              + ((n % chunk,) if n % chunk else ()),
+                                              (10,)), dtype=np.float64)
+        model = DPGaussianClustering(sampler="subcluster", random_state=0)
+        start = time.perf_counter()
+        make_chain, rows = chain_factory(model, X)
+        chain = make_chain(np.random.PCG64(0))
+        print(f"start (validation, priors, binding, sequential start): "
+              f"{time.perf_counter() - start:.2f} s")
+        chain.sweep(3)
+        times = []
+        for repeat in range(args.repeats):
+            start = time.perf_counter()
+            chain.sweep(2)
+            times.append((time.perf_counter() - start) / 2)
+        dask_sweep = float(np.median(times))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(f"Dask, 2 workers: {dask_sweep:.3f} s per sweep ({chain.n_clusters} "
+              f"clusters); peak resident memory of the client: {peak:.2f} GiB (the "
+              f"data: {n * 10 * 8 / 2**30:.2f} GiB, on the workers)")
+        labels = chain.snapshot()[0]
+        X_here = X.compute()
+    # the same chain with the rows in process: identical draws, its time
+    make_chain, _ = chain_factory(DPGaussianClustering(sampler="subcluster",
+                                                       random_state=0), X_here)
+    here = make_chain(np.random.PCG64(0))
+    here.sweep(3 + 2 * args.repeats)
+    print("in-process chain draws the same labels:",
+          bool(np.array_equal(here.snapshot()[0], labels)))
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            times = []
+            for repeat in range(args.repeats):
+                start = time.perf_counter()
+                here.sweep(2)
+                times.append((time.perf_counter() - start) / 2)
+        print(f"in process, {threads} thread(s): {np.median(times):.3f} s per sweep")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-iter", type=int, default=60)
-    parser.add_argument("--sections", nargs="*", default=["dpmm", "liang", "scale"])
+    parser.add_argument("--sections", nargs="*",
+                        default=["dpmm", "liang", "scale", "dask"])
     args = parser.parse_args()
     if args.quick:
         args.repeats = 1

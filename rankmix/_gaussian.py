@@ -112,7 +112,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         ``n_split_merge`` split or merge proposals from two sub-clusters fitted
         to the points concerned, which are its only source of new clusters. It
         is exact (see Notes), and its draws do not depend on the number of
-        threads.
+        threads. It also fits a ``dask.array.Array`` X on a ``dask.distributed``
+        cluster, the rows staying on the workers, with the draws of the same fit
+        in process (user guide, "Scaling out"). Its ``init="sequential"`` runs
+        sequential prediction on a sample of at most 4,096 rows and then draws
+        every row's label given the sample's clusters, in parallel.
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in. "exact": a draw from p(C | pi, x) by
         the dynamic program over (position, number of clusters), O(N^2) memory
@@ -361,7 +365,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     probabilities of choosing the cluster and the pair; merges are the reverse,
     and cheap proposals absorb singletons or split off one point. The random
     numbers of each point come from Philox keyed by the chain's seed and counted
-    by (point, sweep), so the draws do not depend on the number of threads.
+    by (point, sweep), so the draws do not depend on the number of threads. The
+    clusters' statistics are summed block by block (65,536 rows a block) in a
+    fixed order, so that they do not depend on where the rows are either: in
+    process, or in the chunks of a dask array on a cluster's workers.
 
     Default prior. scikit-learn's BayesianGaussianMixture takes m_0 = data mean,
     nu_0 = d and Psi_0 = the empirical covariance, so a priori a cluster's

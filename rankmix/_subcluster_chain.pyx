@@ -71,11 +71,15 @@ Metropolis-Hastings pair (each proposal O(K) collapsed predictives):
 * absorb (probability 1/2): pick a cluster uniformly among the K; if it is a
   singleton {a} (and K > 1), propose a into cluster k drawn with probability
   n_k p(x_a | k) / Z, Z = sum over the other clusters; ratio
-  K Z / (alpha p(x_a) (K - 1) (n_k + 1)), p(x_a) the prior predictive;
-* split off (probability 1/2): pick a cluster c uniformly and a point a of it
-  uniformly (n_c >= 2), and propose {a} as a new cluster; the ratio is the
-  inverse of the absorption back, alpha p(x_a) K n_c / ((K + 1) Z'), with Z'
+  K Z / (alpha p(x_a) N), p(x_a) the prior predictive;
+* split off (probability 1/2): pick a row a uniformly among the N; if its
+  cluster c has n_c >= 2, propose {a} as a new cluster; the ratio is the
+  inverse of the absorption back, alpha p(x_a) N / ((K + 1) Z'), with Z'
   computed in the proposed state (c without a).
+
+Picking the row among all N (not a cluster, then one of its rows) makes the
+split-off's row independent of the state: the rows of all the sweep's
+proposals are drawn first, and rows held elsewhere are read in one go.
 
 Rows in blocks, in-process or on Dask workers
 ---------------------------------------------
@@ -86,7 +90,8 @@ block order. The order of every floating-point sum is then a property of the
 rows, not of the threads or of where the rows are, and the chain touches its
 rows only through four operations: the label step (with the moments of the new
 clusters, block by block), the moments of given rows, a launch scan over given
-rows, and the reading of one row (a singleton move). ``remote``, when given, does
+rows (with the moments the launch needs next), and the reading of given rows
+(the singleton moves' and the sequential start's). ``remote``, when given, does
 them where the rows are (``_distributed.DaskRows``: blocks of rows on Dask
 workers); the chain's global steps (parameters, split, merge and singleton
 decisions, alpha) run where the chain is, and the draws are the same to the last
