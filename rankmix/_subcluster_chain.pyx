@@ -537,6 +537,11 @@ cdef class SubclusterChain(CollapsedChain):
     cdef int _state_from_partials(self, double[:, :, ::1] partials, intp_t group,
                                   double* state) except? -1:
         """``state`` <- one group's state from (n_blocks, n_groups, M) block moments."""
+        if partials.shape[0] and (partials.shape[2] != self.M
+                                  or not 0 <= group < partials.shape[1]):
+            raise RuntimeError(
+                f"the rows' moments have shape {np.shape(partials)}, not "
+                f"(blocks, > {group}, {self.M})")
         if partials.shape[0] == 0:
             family_reset(&self.f, state)
             return 0
@@ -619,6 +624,8 @@ cdef class SubclusterChain(CollapsedChain):
                     np.asarray(<double[:capacity]> self.anchor_priority),
                     np.asarray(<intp_t[:capacity]> self.anchor_row),
                     self._group_of_slot(), self.row_block)
+                if np.shape(new_labels) != (N,):
+                    raise RuntimeError("the label step returned the wrong number of rows")
                 np.asarray(self.labels)[:] = new_labels
                 self._group_members()
                 self._states_from_partials(partials)

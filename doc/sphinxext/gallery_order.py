@@ -24,6 +24,7 @@ ORDER = [
     "plot_digits.py",
     "plot_burn_in.py",
     "plot_mnist.py",
+    "plot_dask.py",
     # counts
     "plot_ap_topics.py",
     # model selection
