@@ -14,12 +14,14 @@ Sections (``--sections``, all by default):
   sampler (``covariance_type`` "full" and "diag") and of the collapsed default
   ("gibbs+split-merge"), against the same scikit-learn model.
 * ``scale``: N = 10^6 points in d = 10 from K = 20 Gaussians: seconds per sweep
-  of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl), their
-  ratio (goal >= 1.8x), and the peak resident memory of the process.
+  of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl), two
+  copies of the chain running the same sweeps, their ratio (goal >= 1.8x), and
+  the peak resident memory of the process.
 * ``dask``: the same problem with its rows generated on, and kept on, a
   ``LocalCluster`` of 2 worker processes: seconds per sweep of the chain on the
-  workers, the client's peak memory, whether the in-process chain draws the same
-  labels, and its seconds per sweep on 1 and 2 threads.
+  workers, the client's peak memory, and the seconds per sweep of the same chain
+  in process on one thread over the same sweeps (whose draws, checked, are
+  identical).
 
 Every time is the median of ``--repeats`` runs (fresh data seed and random_state
 per repeat), each method on the same data in the same process.
@@ -160,32 +162,41 @@ def section_liang(args):
                   f"{s['seconds']:8.2f} {s['seconds'] / reference['seconds']:15.3f}")
 
 
+def timed_sweeps(chain, n_sweeps, repeats, threads):
+    """Median seconds per sweep of ``repeats`` runs of ``n_sweeps`` sweeps."""
+    times = []
+    with threadpool_limits(threads, user_api="openmp"):
+        for repeat in range(repeats):
+            start = time.perf_counter()
+            chain.sweep(n_sweeps)
+            times.append((time.perf_counter() - start) / n_sweeps)
+    return float(np.median(times))
+
+
 def section_scale(args):
     n = 100_000 if args.quick else 1_000_000
     print(f"\n== N = {n:,}, d = 10, K = 20: seconds per sweep of the sub-cluster "
           "sampler by OpenMP threads (the chain's sweeps alone, after its start "
-          "and one sweep) ==")
+          "and three sweeps). Two copies of the chain (same seed) run the same "
+          "sweeps, one on 1 thread, one on 2: their draws are identical, so is "
+          "their work ==")
     X, y = blobs(n, 10, 20, 20.0, seed=0)
     model = DPGaussianClustering(sampler="subcluster", covariance_type="full",
                                  random_state=0)
     make_chain, X_valid = chain_factory(model, X)
-    chain = make_chain(np.random.PCG64(0))
-    chain.sweep(3)   # past the start's many small clusters
+    chains = {threads: make_chain(np.random.PCG64(0)) for threads in (1, 2)}
     per_sweep = {}
-    for threads in (1, 2):
-        times = []
-        with threadpool_limits(threads, user_api="openmp"):
-            for repeat in range(args.repeats):
-                start = time.perf_counter()
-                chain.sweep(2)
-                times.append((time.perf_counter() - start) / 2)
-        per_sweep[threads] = float(np.median(times))
+    for threads, chain in chains.items():
+        chain.sweep(3)   # past the start
+        per_sweep[threads] = timed_sweeps(chain, 2, args.repeats, threads)
         print(f"{threads} thread(s): {per_sweep[threads]:.3f} s per sweep "
               f"(median of {args.repeats} runs of 2 sweeps; {chain.n_clusters} "
               "clusters)")
-    print(f"speed-up with 2 threads: {per_sweep[1] / per_sweep[2]:.2f}x (goal >= 1.8x)")
+    same = np.array_equal(chains[1].snapshot()[0], chains[2].snapshot()[0])
+    print(f"speed-up with 2 threads: {per_sweep[1] / per_sweep[2]:.2f}x (goal >= "
+          f"1.8x); identical draws: {same}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"peak resident memory of this process: {peak:.2f} GiB "
+    print(f"peak resident memory of this process: {peak:.2f} GiB, with two chains "
           f"(the data: {X.nbytes / 2**30:.2f} GiB)")
 
 
@@ -206,8 +217,8 @@ def section_dask(args):
     chunk = 131_072   # 2 row blocks of 65,536
     print(f"\n== N = {n:,}, d = 10, K = 20 on a LocalCluster of 2 worker processes "
           "(1 thread each): seconds per sweep of the sub-cluster sampler with the "
-          "rows on the workers, against the same chain in process on 1 and 2 "
-          "OpenMP threads; the rows are generated on the workers ==")
+          "rows on the workers, against the same chain in process on 1 thread; "
+          "the rows are generated on the workers ==")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
         X = da.map_blocks(_blob_chunk, chunks=((chunk,) * (n // chunk)
@@ -220,33 +231,23 @@ def section_dask(args):
         print(f"start (validation, priors, binding, sequential start): "
               f"{time.perf_counter() - start:.2f} s")
         chain.sweep(3)
-        times = []
-        for repeat in range(args.repeats):
-            start = time.perf_counter()
-            chain.sweep(2)
-            times.append((time.perf_counter() - start) / 2)
-        dask_sweep = float(np.median(times))
+        dask_sweep = timed_sweeps(chain, 2, args.repeats, 1)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"Dask, 2 workers: {dask_sweep:.3f} s per sweep ({chain.n_clusters} "
               f"clusters); peak resident memory of the client: {peak:.2f} GiB (the "
               f"data: {n * 10 * 8 / 2**30:.2f} GiB, on the workers)")
         labels = chain.snapshot()[0]
         X_here = X.compute()
-    # the same chain with the rows in process: identical draws, its time
+    # the same chain with the rows in process, on the same sweeps: identical
+    # draws, so identical work
     make_chain, _ = chain_factory(DPGaussianClustering(sampler="subcluster",
                                                        random_state=0), X_here)
     here = make_chain(np.random.PCG64(0))
-    here.sweep(3 + 2 * args.repeats)
-    print("in-process chain draws the same labels:",
-          bool(np.array_equal(here.snapshot()[0], labels)))
-    for threads in (1, 2):
-        with threadpool_limits(threads, user_api="openmp"):
-            times = []
-            for repeat in range(args.repeats):
-                start = time.perf_counter()
-                here.sweep(2)
-                times.append((time.perf_counter() - start) / 2)
-        print(f"in process, {threads} thread(s): {np.median(times):.3f} s per sweep")
+    here.sweep(3)
+    in_process = timed_sweeps(here, 2, args.repeats, 1)
+    print(f"in process, 1 thread, the same sweeps: {in_process:.3f} s per sweep; "
+          f"Dask / in process: {dask_sweep / in_process:.2f}; identical draws: "
+          f"{bool(np.array_equal(here.snapshot()[0], labels))}")
 
 
 def main():

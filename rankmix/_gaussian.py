@@ -490,28 +490,29 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _prepare(self, X, space=None):
         self._check_sampler()
-        if is_dask_array(X):
-            rows = DaskRows(X, active_client())
-            self._check_rows(rows)
-            top = rows.max_abs()
-        else:
-            X = rows = _validate_vectors(self, X, reset=True)
-            top = float(np.max(np.abs(X))) if X.size else 0.0
-        d = rows.shape[1]
         # The chains run on X / 2**k, an exact rescaling that keeps the sums of
         # squares of data of magnitude 1e153 finite and those of data of
         # magnitude 1e-155 normal; k = 0 (X itself) for all ordinary data. The
         # model is the same (the priors are rescaled with X, see the Notes), and
-        # every fitted attribute and density is given back in X's units.
-        k = self._scale_exponent = _scale_exponent(top)
-        if rows is X:
-            X = rows = np.ldexp(X, -k) if k else X
-            summary = _DataSummary.of(
-                merge_moments(block_moments(X, _subcluster_chain.ROW_BLOCK))
-            )
-        else:
+        # every fitted attribute and density is given back in X's units. The
+        # data's mean and covariance (the default priors) come from block
+        # moments, the same wherever the rows are.
+        if is_dask_array(X):
+            rows = DaskRows(X, active_client())
+            self._check_rows(rows)
+            k = self._scale_exponent = _scale_exponent(rows.max_abs())
             rows.rescale(k)
             summary = _DataSummary.of(rows.moments())
+        else:
+            X = _validate_vectors(self, X, reset=True)
+            k = self._scale_exponent = _scale_exponent(
+                float(np.max(np.abs(X))) if X.size else 0.0
+            )
+            rows = np.ldexp(X, -k) if k else X
+            summary = _DataSummary.of(
+                merge_moments(block_moments(rows, _subcluster_chain.ROW_BLOCK))
+            )
+        d = rows.shape[1]
         _check_data_scale(summary, k)
         self.kappa_ = float(self.kappa)
         mean_prior = self._resolve_mean_prior(summary, k)
@@ -545,9 +546,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _check_rows(self, rows):
         """Validate rows held by Dask workers as ``_validate_vectors`` does X."""
-        for name in ("feature_names_in_",):
-            if hasattr(self, name):
-                delattr(self, name)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.n_features_in_ = rows.shape[1]
         if rows.shape[0] < 1 or rows.shape[1] < 1:
             raise ValueError(
