@@ -229,46 +229,20 @@ class DaskRows:
         parts = self._submit(_prior_predictive)
         return np.concatenate(parts) if parts else np.empty(0)
 
-    def label_step(
-        self,
-        labels,
-        key,
-        sweep,
-        active,
-        params,
-        log_pi,
-        anchor_priority,
-        anchor_row,
-        group_of_slot,
-        row_block,
-    ):
-        parts = self._submit(
-            chain_module.rows_label_step,
-            self._slice(labels),
-            key,
-            sweep,
-            active,
-            params,
-            log_pi,
-            anchor_priority,
-            anchor_row,
-            group_of_slot,
-            row_block,
-        )
+    def label_step(self, labels, *args):
+        """``rows_label_step`` on every chunk, with its part of ``labels``: the new
+        labels, and the block moments of the rows by their new clusters."""
+        parts = self._submit(chain_module.rows_label_step, self._slice(labels), *args)
         return (
             np.concatenate([labels for labels, _ in parts]),
             np.concatenate([moments for _, moments in parts]),
         )
 
-    def group_partials(self, labels, group_of_slot, n_groups, row_block):
-        parts = self._submit(
-            chain_module.rows_group_moments,
-            self._slice(labels),
-            group_of_slot,
-            n_groups,
-            row_block,
+    def group_partials(self, labels, *args):
+        """``rows_group_moments`` on every chunk: block moments by cluster."""
+        return np.concatenate(
+            self._submit(chain_module.rows_group_moments, self._slice(labels), *args)
         )
-        return np.concatenate(parts)
 
     def _chunk_of(self, rows):
         return np.searchsorted(self.offsets, rows, side="right") - 1

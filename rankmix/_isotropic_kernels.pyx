@@ -172,8 +172,8 @@ cdef int state_rebuild(
 
     -1 if the scalar is not finite (or, spherical, not positive).
     """
-    cdef intp_t i, j, d = p.d
-    cdef double* mean = s + S_MEAN   # holds xbar until the last loop
+    cdef intp_t i, d = p.d
+    cdef double* mean = s + S_MEAN   # holds xbar until state_set
     cdef double scatter, w
     if n == 0:
         memcpy(s, p.prior, p.width * sizeof(double))
@@ -183,8 +183,17 @@ cdef int state_rebuild(
     scatter = p.psi + w * squared_distance(mean, p.mean, d)
     for i in range(n):
         scatter += squared_distance(X + members[i] * d, mean, d)
-    for j in range(d):
-        mean[j] = (p.kappa * p.mean[j] + n * mean[j]) / (p.kappa + n)
+    return state_set(p, s, n, mean, scatter)
+
+
+cdef int state_set(const Iso* p, double* s, double n, const double* xbar,
+                   double scatter) noexcept nogil:
+    """``s`` <- the state of n >= 1 points of mean ``xbar`` (which may be the
+    state's own m_n entries) and scalar ``scatter`` (psi_n or q_n); -1 if the
+    scalar is not finite (or, spherical, not positive)."""
+    cdef intp_t j
+    for j in range(p.d):
+        s[S_MEAN + j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
     s[S_SCATTER] = scatter
     s[STATE_COUNT] = n
     if not (isfinite(scatter) and (p.fixed or scatter > 0.0)):
@@ -231,7 +240,7 @@ cdef void moments_merge(const Iso* p, double* acc, const double* other) noexcept
 
 cdef int moments_state(const Iso* p, const double* moments, double* s) noexcept nogil:
     """The state of the points the moments summarise; -1 as ``state_rebuild``."""
-    cdef intp_t j, d = p.d
+    cdef intp_t d = p.d
     cdef double n = moments[0], scatter
     cdef const double* xbar = moments + 1
     memcpy(s, p.prior, p.width * sizeof(double))   # the entries fixed leaves unused
@@ -239,14 +248,7 @@ cdef int moments_state(const Iso* p, const double* moments, double* s) noexcept 
         return 0
     scatter = (p.psi + p.kappa * n / (p.kappa + n) * squared_distance(xbar, p.mean, d)
                + moments[1 + d])
-    for j in range(d):
-        s[S_MEAN + j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
-    s[S_SCATTER] = scatter
-    s[STATE_COUNT] = n
-    if not (isfinite(scatter) and (p.fixed or scatter > 0.0)):
-        return -1
-    state_refresh(p, s)
-    return 0
+    return state_set(p, s, n, xbar, scatter)
 
 
 cdef inline double state_log_kernel(
