@@ -263,3 +263,19 @@ def test_dask_fit_refuses_what_it_cannot_do(dask_client):
         DPMultinomialClustering(sampler="subcluster").fit(
             da.from_array(np.ones((10, 3)), chunks=5)
         )
+
+
+def test_rows_of_a_dask_array_are_checked_before_any_work():
+    client = SerialClient()
+    with pytest.raises(ValueError, match="2-d"):
+        DaskRows(da.ones(10, chunks=5), client)
+    with pytest.raises(TypeError, match="real numbers"):
+        DaskRows(da.from_array(np.array([["a", "b"]] * 4), chunks=2), client)
+    unknown = da.ones((10, 2), chunks=(5, 2))
+    unknown = unknown[unknown[:, 0] > 0]  # row count unknown until computed
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        DaskRows(unknown, client)
+    # columns in several chunks are joined; rows cut at block boundaries
+    rows = DaskRows(da.ones((100, 4), chunks=(30, 2)), client, row_block=16)
+    assert rows.shape == (100, 4)
+    assert rows.offsets.tolist() == [0, 32, 64, 96]
