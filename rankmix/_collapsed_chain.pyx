@@ -201,7 +201,7 @@ cdef class CollapsedChain:
         double beam_tolerance=1e-32, intp_t burn_in=0, bint sequential_init=False,
         prior_predictive=None,
     ):
-        cdef intp_t i, n_init
+        cdef intp_t n_init
         self.family = family.copy()
         self.f = self.family.c
         # a chain whose rows are elsewhere (Dask workers: ``_subcluster_chain``)
@@ -229,14 +229,9 @@ cdef class CollapsedChain:
                 or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
         # log p(x_i) under the prior: the new-cluster weight less log alpha
-        if prior_predictive is not None:
-            self.log_prior_predictive = np.array(prior_predictive, dtype=np.float64)
-        else:
-            self.log_prior_predictive = np.empty(self.N, dtype=np.float64)
-            family_reset(&self.f, self.state_m)
-            for i in range(self.N):
-                self.log_prior_predictive[i] = self.f.log_predictive(
-                    self.f.segments.context, self.state_m, i)
+        self.log_prior_predictive = np.array(
+            self.family.log_prior_predictive() if prior_predictive is None
+            else prior_predictive, dtype=np.float64)
         if permutation not in _PERMUTATION_MODES:
             raise ValueError(f"permutation must be None, 'exact' or 'beta', got {permutation!r}")
         if not 0.0 <= beam_tolerance < 1.0:

@@ -337,7 +337,7 @@ class DaskRows:
 
 
 def _prior_predictive(family, offset):
-    return chain_module.rows_prior_predictive(family)
+    return family.log_prior_predictive()
 
 
 def _rows(block, indices):

@@ -43,6 +43,17 @@ cdef class Family:
         factory, arguments = self.__reduce__()
         return factory(arguments[0], X)
 
+    def log_prior_predictive(self):
+        """(n_points,) log p(x_i) of each point under the prior (an empty cluster's
+        predictive): the new-cluster weights of the samplers, less log alpha."""
+        cdef intp_t i, n = self.n_points
+        cdef double[::1] state = np.empty(self.c.segments.width)
+        cdef double[::1] out = np.empty(n)
+        self.c.segments.reset(self.c.segments.context, &state[0])
+        for i in range(n):
+            out[i] = self.c.log_predictive(self.c.segments.context, &state[0], i)
+        return np.asarray(out)
+
     def rows(self, indices):
         """The rows ``indices`` of the data as given to the family (for ``fixed``:
         not whitened; a sparse matrix stays sparse), a copy."""

@@ -367,42 +367,75 @@ cdef int state_rebuild(
     + kappa_0 n / (kappa_0 + n) (xbar - m_0)(xbar - m_0)^T. Returns -1 if Psi_n is
     not numerically positive definite.
     """
-    cdef intp_t i, j, k, d = p.d
+    cdef intp_t j, d = p.d
     cdef double* xbar = work
     cdef double* P = work + d
-    cdef double* mean = s + S_MEAN
     cdef double* scale = s + p.scale_off
-    cdef const double* x
-    cdef double w, yj
+    cdef double w
     if n == 0:
         memcpy(s, p.prior, p.width * sizeof(double))
         return 0
     members_mean(X, members, n, d, xbar)
-    w = p.kappa * n / (p.kappa + n)
     if p.full:
         memcpy(P, p.psi, d * d * sizeof(double))
-        for i in range(n):
-            x = X + members[i] * d
-            for j in range(d):
-                yj = x[j] - xbar[j]
+        add_scatter(p, X, members, n, xbar, P)
+        return state_finish(p, s, n, xbar, P, NULL)
+    w = p.kappa * n / (p.kappa + n)
+    for j in range(d):
+        scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2
+    add_scatter(p, X, members, n, xbar, scale)
+    return state_finish(p, s, n, xbar, NULL, NULL)
+
+
+cdef void add_scatter(
+        const NIW* p,
+        const double* X,          # IN (N, d) row-major data
+        const intp_t* members,    # IN (n,) rows of X
+        intp_t n,
+        const double* xbar,       # IN (d,) the rows' mean
+        double* out,              # INOUT kept as the scale is (below)
+) noexcept nogil:
+    """out += sum_i (x_i - xbar)(x_i - xbar)^T, a row at a time: entries (k, j),
+    k >= j, at j * d + k (full), the diagonal (diag)."""
+    cdef intp_t i, j, k, d = p.d
+    cdef const double* x
+    cdef double yj
+    for i in range(n):
+        x = X + members[i] * d
+        for j in range(d):
+            yj = x[j] - xbar[j]
+            if p.full:
                 for k in range(j, d):
-                    P[j * d + k] += yj * (x[k] - xbar[k])
+                    out[j * d + k] += yj * (x[k] - xbar[k])
+            else:
+                out[j] += yj * yj
+
+
+cdef int state_finish(
+        const NIW* p,
+        double* s,                # INOUT state; diag: its scale is set
+        double n,                 # >= 1 points
+        const double* xbar,       # IN (d,) their mean
+        double* P,                # full: INOUT (d, d) Psi_0 (+ their scatter); diag: NULL
+        const double* M2,         # full: IN their scatter, or NULL if P holds it
+) noexcept nogil:
+    """The rest of the state of n points of mean ``xbar``: for full, Psi_n = P (+
+    M2) + kappa_0 n / kappa_n (xbar - m_0)(xbar - m_0)^T and its Cholesky factor;
+    then m_n, n and the cached terms. -1 if Psi_n is not numerically positive
+    definite."""
+    cdef intp_t j, k, d = p.d
+    cdef double w = p.kappa * n / (p.kappa + n), yj
+    if p.full:
         for j in range(d):
             yj = xbar[j] - p.mean[j]
             for k in range(j, d):
-                P[j * d + k] += w * yj * (xbar[k] - p.mean[k])
+                P[j * d + k] += ((M2[j * d + k] if M2 != NULL else 0.0)
+                                 + w * yj * (xbar[k] - p.mean[k]))
         if cholesky(P, d) < 0:
             return -1
-        memcpy(scale, P, d * d * sizeof(double))
-    else:
-        for j in range(d):
-            scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2
-        for i in range(n):
-            x = X + members[i] * d
-            for j in range(d):
-                scale[j] += (x[j] - xbar[j]) ** 2
+        memcpy(s + p.scale_off, P, d * d * sizeof(double))
     for j in range(d):
-        mean[j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
+        s[S_MEAN + j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
     s[S_COUNT] = n
     state_refresh(p, s)
     return 0
@@ -421,11 +454,9 @@ cdef void moments_of(
         double* out,              # OUT (1 + d + scale_size,)
 ) noexcept nogil:
     """The moments of the rows ``members`` (two passes, as ``state_rebuild``)."""
-    cdef intp_t i, j, k, d = p.d
+    cdef intp_t j, d = p.d
     cdef double* xbar = out + 1
     cdef double* M2 = out + 1 + d
-    cdef const double* x
-    cdef double yj
     out[0] = n
     for j in range(p.scale_size):
         M2[j] = 0.0
@@ -434,15 +465,7 @@ cdef void moments_of(
             xbar[j] = 0.0
         return
     members_mean(X, members, n, d, xbar)
-    for i in range(n):
-        x = X + members[i] * d
-        for j in range(d):
-            yj = x[j] - xbar[j]
-            if p.full:
-                for k in range(j, d):
-                    M2[j * d + k] += yj * (x[k] - xbar[k])
-            else:
-                M2[j] += yj * yj
+    add_scatter(p, X, members, n, xbar, M2)
 
 
 cdef void moments_merge(const NIW* p, double* acc, const double* other) noexcept nogil:
@@ -479,33 +502,21 @@ cdef int moments_state(
 ) noexcept nogil:
     """The state of the points the moments summarise; -1 if Psi_n is not
     numerically positive definite (as ``state_rebuild``)."""
-    cdef intp_t j, k, d = p.d
-    cdef double n = moments[0], w, yj
+    cdef intp_t j, d = p.d
+    cdef double n = moments[0], w
     cdef const double* xbar = moments + 1
     cdef const double* M2 = moments + 1 + d
-    cdef double* mean = s + S_MEAN
     cdef double* scale = s + p.scale_off
     if n == 0.0:
         memcpy(s, p.prior, p.width * sizeof(double))
         return 0
-    w = p.kappa * n / (p.kappa + n)
     if p.full:
         memcpy(work, p.psi, d * d * sizeof(double))
-        for j in range(d):
-            yj = xbar[j] - p.mean[j]
-            for k in range(j, d):
-                work[j * d + k] += M2[j * d + k] + w * yj * (xbar[k] - p.mean[k])
-        if cholesky(work, d) < 0:
-            return -1
-        memcpy(scale, work, d * d * sizeof(double))
-    else:
-        for j in range(d):
-            scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2 + M2[j]
+        return state_finish(p, s, n, xbar, work, M2)
+    w = p.kappa * n / (p.kappa + n)
     for j in range(d):
-        mean[j] = (p.kappa * p.mean[j] + n * xbar[j]) / (p.kappa + n)
-    s[S_COUNT] = n
-    state_refresh(p, s)
-    return 0
+        scale[j] = p.psi[j] + w * (xbar[j] - p.mean[j]) ** 2 + M2[j]
+    return state_finish(p, s, n, xbar, NULL, NULL)
 
 
 cdef double state_log_predictive(

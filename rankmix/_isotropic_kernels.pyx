@@ -172,7 +172,7 @@ cdef int state_rebuild(
 
     -1 if the scalar is not finite (or, spherical, not positive).
     """
-    cdef intp_t i, d = p.d
+    cdef intp_t d = p.d
     cdef double* mean = s + S_MEAN   # holds xbar until state_set
     cdef double scatter, w
     if n == 0:
@@ -180,10 +180,19 @@ cdef int state_rebuild(
         return 0
     members_mean(X, members, n, d, mean)
     w = p.kappa * n / (p.kappa + n)
-    scatter = p.psi + w * squared_distance(mean, p.mean, d)
-    for i in range(n):
-        scatter += squared_distance(X + members[i] * d, mean, d)
+    scatter = add_scatter(p, X, members, n, mean,
+                          p.psi + w * squared_distance(mean, p.mean, d))
     return state_set(p, s, n, mean, scatter)
+
+
+cdef inline double add_scatter(
+        const Iso* p, const double* X, const intp_t* members, intp_t n,
+        const double* xbar, double total) noexcept nogil:
+    """total + sum_i |x_i - xbar|^2, a row at a time."""
+    cdef intp_t i
+    for i in range(n):
+        total += squared_distance(X + members[i] * p.d, xbar, p.d)
+    return total
 
 
 cdef int state_set(const Iso* p, double* s, double n, const double* xbar,
@@ -209,18 +218,15 @@ cdef void moments_of(
         const Iso* p, const double* X, const intp_t* members, intp_t n,
         double* out) noexcept nogil:
     """The moments of the rows ``members`` of X (two passes, as ``state_rebuild``)."""
-    cdef intp_t i, j, d = p.d
+    cdef intp_t j, d = p.d
     cdef double* xbar = out + 1
-    cdef double M2 = 0.0
     out[0] = n
     if n == 0:
         for j in range(d + 1):
             xbar[j] = 0.0
         return
     members_mean(X, members, n, d, xbar)
-    for i in range(n):
-        M2 += squared_distance(X + members[i] * d, xbar, d)
-    out[1 + d] = M2
+    out[1 + d] = add_scatter(p, X, members, n, xbar, 0.0)
 
 
 cdef void moments_merge(const Iso* p, double* acc, const double* other) noexcept nogil:

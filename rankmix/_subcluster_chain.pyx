@@ -428,7 +428,9 @@ cdef class SubclusterChain(CollapsedChain):
         self.n_launch = n_launch
         # the work arrays, before the start, which uses some of them
         n = max(family.n_points if remote is None else remote.n_rows, 1)
-        self.new_labels = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
+        # (the label step of rows held elsewhere returns the new labels)
+        self.new_labels = <intp_t*> grow_array(
+            NULL, (n if remote is None else 1) * sizeof(intp_t))
         self.launch_rows = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.launch_log_q = <double*> grow_array(NULL, n * sizeof(double))
         self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
@@ -565,6 +567,10 @@ cdef class SubclusterChain(CollapsedChain):
             self.row_cache[int(row)] = np.ascontiguousarray(x, dtype=np.float64)
         return 0
 
+    cdef object _key_array(self):
+        """The rows' Philox key, as an array to send where the rows are."""
+        return np.array([self.key[0], self.key[1]], dtype=np.uint64)
+
     cdef object _group_of_slot(self):
         """(capacity,) each slot's position among the active ones, -1 if free."""
         cdef intp_t a
@@ -617,7 +623,7 @@ cdef class SubclusterChain(CollapsedChain):
         if self.remote is not None:
             with gil:
                 new_labels, partials = self.remote.label_step(
-                    np.asarray(self.labels), np.asarray(<uint64_t[:2]> &self.key[0]).copy(), sweep,
+                    np.asarray(self.labels), self._key_array(), sweep,
                     np.asarray(<intp_t[:self.slots.n_active]> self.slots.active),
                     np.asarray(<double[:capacity * self.P]> self.params),
                     np.asarray(<double[:capacity]> self.log_pi),
@@ -947,13 +953,12 @@ cdef class SubclusterChain(CollapsedChain):
             n += 1
         return n
 
-    cdef intp_t _side_state(self, double* state, intp_t anchor, intp_t m,
-                            const char* bits, char value, char mask) except -1 nogil:
+    cdef int _side_state(self, double* state, intp_t anchor, intp_t m,
+                         const char* bits, char value, char mask) except -1 nogil:
         """``state`` <- the statistics of ``anchor`` and the launch rows k with
-        ``bits[k] & mask == value``; returns their number."""
-        cdef intp_t n = self._side_rows(anchor, -1, m, bits, value, mask)
-        self._state_of(state, self.side_members, n)
-        return n
+        ``bits[k] & mask == value``."""
+        return self._state_of(state, self.side_members,
+                              self._side_rows(anchor, -1, m, bits, value, mask))
 
     cdef int _pair_states(self, intp_t i, intp_t j, intp_t m, const char* bits,
                           char value_a, char value_b, char mask) except -1 nogil:
@@ -1012,7 +1017,7 @@ cdef class SubclusterChain(CollapsedChain):
         cdef const double[::1] log_q
         result = self.remote.scan(
             np.asarray(<intp_t[:m]> self.launch_rows).copy() if m else np.empty(0, np.intp),
-            np.asarray(<uint64_t[:2]> &self.key[0]).copy(), sweep, purpose,
+            self._key_array(), sweep, purpose,
             np.asarray(<double[:P]> self.side_params).copy(),
             np.asarray(<double[:P]> (self.side_params + P)).copy(),
             log_n_a, log_n_b, rate, evaluate,
@@ -1110,17 +1115,6 @@ def openmp_threads():
 # rows are on Dask workers draws exactly what it would draw with them in process.
 
 
-def rows_prior_predictive(Family family):
-    """(n,) log p(x_k) under the prior, for the family's rows."""
-    cdef intp_t k, n = family.n_points
-    cdef double[::1] state = np.empty(family.c.segments.width)
-    cdef double[::1] out = np.empty(n)
-    family_reset(&family.c, &state[0])
-    for k in range(n):
-        out[k] = family.c.log_predictive(family.c.segments.context, &state[0], k)
-    return np.asarray(out)
-
-
 def _check_block_start(intp_t offset, intp_t row_block):
     if row_block < 1 or offset % row_block:
         raise ValueError(f"rows must start at a multiple of the row block {row_block}, "
@@ -1183,8 +1177,8 @@ def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, a
 
 def rows_moments(Family family, intp_t offset, rows, groups, intp_t n_groups,
                  intp_t row_block):
-    """(n_blocks, n_groups, M) block moments of the given rows (global, increasing)
-    of the family's rows, by their ``groups``."""
+    """(n_blocks, n_groups, M) block moments of the given rows (global) of the
+    family's rows, by their ``groups`` (-1: none)."""
     _check_block_start(offset, row_block)
     by_row = np.full(family.n_points, -1, dtype=np.intp)
     by_row[np.asarray(rows, dtype=np.intp) - offset] = groups
@@ -1226,11 +1220,13 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
         groups = np.where(allocation & SIDE, 0, 1)
         if moments == MOMENTS_SAMPLED:
             groups[(allocation & SAMPLED) == 0] = -1
-    by_row = np.full(family.n_points, -1, dtype=np.intp)
-    by_row[np.asarray(rows_, dtype=np.intp) - offset] = groups
-    for anchor, group in ((i, 0), (j, 0 if moments == MOMENTS_MERGED else 1)):
-        if offset <= anchor < offset + family.n_points:
-            by_row[anchor - offset] = group
-    _check_block_start(offset, row_block)
-    return allocation, np.asarray(log_q)[:m], _group_moments(
-        family, by_row, 1 if moments == MOMENTS_MERGED else 2, row_block)
+    # i and j join their groups where this block of rows holds them
+    anchor_rows, anchor_groups = [], []
+    for row, group in ((i, 0), (j, 0 if moments == MOMENTS_MERGED else 1)):
+        if offset <= row < offset + family.n_points:
+            anchor_rows.append(row)
+            anchor_groups.append(group)
+    return allocation, np.asarray(log_q)[:m], rows_moments(
+        family, offset, np.r_[np.asarray(rows_), anchor_rows].astype(np.intp),
+        np.r_[groups, anchor_groups].astype(np.intp),
+        1 if moments == MOMENTS_MERGED else 2, row_block)
