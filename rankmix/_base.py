@@ -376,12 +376,14 @@ class BaseDPMixture(
     def _check_rows_elsewhere(self, sample_weight):
         """Refuse a dask array X unless the estimator keeps its rows on the workers.
 
-        An estimator that can (``DPGaussianClustering``) overrides this.
+        The estimators that can (``DPGaussianClustering``,
+        ``DPMultinomialClustering``) override this.
         """
         raise TypeError(
             f"{type(self).__name__} does not fit a dask array in place: pass "
-            "X.compute(), or use DPGaussianClustering(sampler='subcluster'), which "
-            "keeps a dask array's rows on the Dask workers."
+            "X.compute(), or use DPGaussianClustering or DPMultinomialClustering "
+            "with sampler='subcluster', which keep a dask array's rows on the Dask "
+            "workers."
         )
 
     def _labels_of_given_rows(self, X_given, counts):

@@ -19,9 +19,9 @@ on the chunks, the workers or the threads.
 
 What travels per sweep: the labels (8 bytes a row, both ways), the parameters
 (K x the family's parameter width) and, back, the moments of each block's
-clusters (blocks x K x (1 + d + d^2) doubles for ``full``). Each split or merge
-proposal sends the indices of its rows and gets one byte and one double a row
-back, per launch scan.
+clusters (blocks x K x (1 + d + d^2) doubles for ``full``, blocks x K x (5 + V)
+for counts over V features). Each split or merge proposal sends the indices of
+its rows and gets one byte and one double a row back, per launch scan.
 """
 
 from numbers import Integral
@@ -113,6 +113,39 @@ def _first_bad_row(block):
     return int(np.argmax(bad)) if bad.any() else -1
 
 
+def _first_bad_count(block):
+    """(row, column, value) of the first entry, in row order, that is not a
+    non-negative integer count (NaN and inf included), or None."""
+    if hasattr(block, "tocsr"):
+        block = block.tocsr()
+        bad = ~(
+            np.isfinite(block.data)
+            & (block.data >= 0)
+            & (block.data == np.round(block.data))
+        )
+        if not bad.any():
+            return None
+        entry = int(np.argmax(bad))
+        row = int(np.searchsorted(block.indptr, entry, side="right")) - 1
+        return row, int(block.indices[entry]), block.data[entry].item()
+    block = np.asarray(block)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(block) & (block >= 0) & (block == np.round(block)))
+    if not bad.any():
+        return None
+    row, column = (int(k) for k in np.argwhere(bad)[0])
+    return row, column, block[row, column].item()
+
+
+def _count_totals(block):
+    """(column totals, row totals) of a block of valid counts, as int64."""
+    block = block.astype(np.int64)
+    return (
+        np.asarray(block.sum(axis=0), dtype=np.int64).ravel(),
+        np.asarray(block.sum(axis=1), dtype=np.int64).ravel(),
+    )
+
+
 def _scaled(block, exponent):
     block = np.ascontiguousarray(block, dtype=np.float64)
     return np.ldexp(block, -exponent) if exponent else block
@@ -175,6 +208,22 @@ class DaskRows:
             if row >= 0:
                 return int(offset + row)
         return None
+
+    def first_bad_count(self):
+        """(row, column, value) of the first entry that is not a non-negative
+        integer count, or None."""
+        for offset, bad in zip(self.offsets, self._map(_first_bad_count)):
+            if bad is not None:
+                return (int(offset + bad[0]), *bad[1:])
+        return None
+
+    def count_totals(self):
+        """(column totals, row totals) of valid counts, as int64."""
+        parts = self._map(_count_totals)
+        return (
+            np.sum([columns for columns, _ in parts], axis=0, dtype=np.int64),
+            np.concatenate([rows for _, rows in parts]),
+        )
 
     def max_abs(self):
         return max(self._map(_chunk_max_abs), default=0.0)
@@ -341,4 +390,7 @@ def _prior_predictive(family, offset):
 
 
 def _rows(block, indices):
-    return np.array(block[indices], dtype=np.float64)
+    rows = block[indices]
+    if hasattr(rows, "toarray"):  # a chunk of scipy.sparse counts
+        rows = rows.toarray()
+    return np.array(rows, dtype=np.float64)

@@ -11,13 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from . import _subcluster_chain
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import (
-    DaskRows,
-    active_client,
-    block_moments,
-    is_dask_array,
-    merge_moments,
-)
+from ._distributed import block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
 from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
@@ -498,8 +492,12 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         # data's mean and covariance (the default priors) come from block
         # moments, the same wherever the rows are.
         if is_dask_array(X):
-            rows = DaskRows(X, active_client())
-            self._check_rows(rows)
+            rows = self._rows_on_workers(X)
+            bad = rows.first_bad_row()
+            if bad is not None:
+                raise ValueError(
+                    f"Row {bad} of X holds NaN or infinity: X must hold finite numbers."
+                )
             k = self._scale_exponent = _scale_exponent(rows.max_abs())
             rows.rescale(k)
             summary = _DataSummary.of(rows.moments())
@@ -543,39 +541,6 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             dfs,
         )
         return rows
-
-    def _check_rows(self, rows):
-        """Validate rows held by Dask workers as ``_validate_vectors`` does X."""
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.n_features_in_ = rows.shape[1]
-        if rows.shape[0] < 1 or rows.shape[1] < 1:
-            raise ValueError(
-                f"Found array with shape {rows.shape}: X needs at least one row and "
-                "one column."
-            )
-        bad = rows.first_bad_row()
-        if bad is not None:
-            raise ValueError(
-                f"Row {bad} of X holds NaN or infinity: X must hold finite numbers."
-            )
-
-    def _check_rows_elsewhere(self, sample_weight):
-        """Refuse what a fit of rows held by Dask workers cannot do."""
-        if self.sampler != "subcluster":
-            raise ValueError(
-                "X is a dask array: only sampler='subcluster' keeps its rows on the "
-                f"workers (got sampler={self.sampler!r}). Set sampler='subcluster', "
-                "or pass X.compute() to fit in this process."
-            )
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported with a dask array X.")
-        if self.warm_start:
-            raise ValueError("warm_start=True is not supported with a dask array X.")
-
-    def _training_rows(self, X):
-        # rows on Dask workers stay there: to_inference_data computes them
-        return X if is_dask_array(X) else super()._training_rows(X)
 
     def _factor_exponent(self, k):
         """The power of two that takes the predictive factors to X's units.
@@ -734,13 +699,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         )
 
     def _chain_factory(self, X):
-        model = self._model(X.shape[0])
-        if isinstance(X, DaskRows):
-            # the chain's family holds no rows: the workers' families do
-            return self._collapsed_chain(
-                model.family(np.empty((0, X.shape[1]))), rows=X.bind(model)
-            )
-        return self._collapsed_chain(model.family(X))
+        return self._chain_over(
+            self._model(X.shape[0]), X, np.empty((0, X.shape[1]))
+        )
 
     def _check_new_data(self, X):
         return _validate_vectors(self, X, reset=False)

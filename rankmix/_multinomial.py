@@ -10,6 +10,7 @@ from scipy.special import gammaln
 from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
+from ._distributed import is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 
@@ -37,7 +38,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         The moves of a sweep, joined by "+": "gibbs", "split-merge",
         "permutation"; or "subcluster" alone, the parallel sub-cluster sampler,
         whose label step draws each cluster's probabilities p and then every
-        row's label on all cores (see :class:`DPGaussianClustering`).
+        row's label on all cores (see :class:`DPGaussianClustering`). It also
+        fits a ``dask.array.Array`` X (dense or scipy.sparse chunks) on a
+        ``dask.distributed`` cluster, the counts staying on the workers, with
+        the draws of the same fit in process (user guide, "Scaling out").
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in (see :class:`DPGaussianClustering`).
     beam_tolerance : float, default=1e-32
@@ -137,6 +141,13 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     a = 1 (uniform) would weigh 10,473 pseudo-tokens, more than 50 documents,
     and blur the clusters of fewer documents.
 
+    With ``sampler="subcluster"`` every cluster's state is built from block
+    moments (``_family.pxd``): the counts, their total and their coefficients'
+    sum over fixed blocks of rows, merged in block order, so that the draws do
+    not depend on where the rows are. A sweep therefore holds, besides the
+    chain, (blocks of 65,536 rows) x K x n_features doubles of block counts:
+    on a cluster, this is also what each worker sends back per sweep.
+
     ``sample`` draws a cluster of ``labels_`` by ``weights_``, a total from the
     empirical distribution of the training rows' totals (the model leaves
     the totals free), then counts from the cluster's Dirichlet-multinomial
@@ -201,7 +212,17 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     def _prepare(self, X, space=None):
         self._check_sampler()
-        X = self._validate_counts(X, reset=True)
+        if is_dask_array(X):
+            # the counts stay on the Dask workers, checked and summed there
+            X = self._rows_on_workers(X)
+            bad = X.first_bad_count()
+            if bad is not None:
+                raise ValueError(_bad_count_message(*bad))
+            column_totals, totals = X.count_totals()
+        else:
+            X = self._validate_counts(X, reset=True)
+            totals = np.asarray(X.sum(axis=1), dtype=np.intp).ravel()
+            column_totals = np.asarray(X.sum(axis=0), dtype=np.intp).ravel()
         prior = np.asarray(self.dirichlet_prior, dtype=np.float64)
         V = X.shape[1]
         if prior.ndim == 0:
@@ -213,9 +234,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
             )
         self.dirichlet_prior_ = prior
         self._alpha_prior = self._resolve_alpha_prior(X.shape[0])
-        totals = np.asarray(X.sum(axis=1), dtype=np.intp).ravel()
         self._row_totals = totals
-        column_totals = np.asarray(X.sum(axis=0), dtype=np.intp).ravel()
         self._model = DirichletMultinomial(prior, column_totals, int(totals.sum()))
         return X
 
@@ -235,18 +254,15 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
             else:
                 row, column = (int(k) for k in np.argwhere(bad)[0])
                 value = X[row, column]
-            raise ValueError(
-                ("Negative values in data: " if value < 0 else "")
-                + f"X must hold non-negative integer counts; row {row}, column "
-                f"{column} holds {value}."
-            )
+            raise ValueError(_bad_count_message(row, column, value))
         # a canonical CSR copy (the caller's matrix is left alone)
         X = sparse.csr_matrix(X, dtype=np.int64, copy=True)
         X.sum_duplicates()
         return X
 
     def _chain_factory(self, X):
-        return self._collapsed_chain(self._model.family(X))
+        empty = sparse.csr_matrix((0, X.shape[1]), dtype=np.int64)
+        return self._chain_over(self._model, X, empty)
 
     def _check_new_data(self, X):
         return self._validate_counts(X, reset=False)
@@ -303,3 +319,12 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         for r, (k, total) in enumerate(zip(components, totals)):
             out[r] = rng.multinomial(total, rng.dirichlet(posterior[k]))
         return out
+
+
+def _bad_count_message(row, column, value):
+    # negative values in scikit-learn's own wording
+    return (
+        ("Negative values in data: " if value < 0 else "")
+        + f"X must hold non-negative integer counts; row {row}, column {column} "
+        f"holds {value}."
+    )

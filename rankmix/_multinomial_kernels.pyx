@@ -41,11 +41,13 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from libc.math cimport INFINITY, exp, lgamma, log
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
 
-from ._family cimport STATE_COUNT, Family, conjugate_family, explicit_parameters
+from ._family cimport (
+    STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+)
 from ._rng cimport log_gamma_variate
 from ._permutation cimport intp_t
 
@@ -297,6 +299,8 @@ cdef class MultinomialFamily(Family):
             _remove, _log_kernel, _log_predictive, _rebuild,
             S_LOG_WEIGHT, model.p.V, _point_key, _cluster_key)
         explicit_parameters(&self.c, model.p.V, 0, _draw_params, _log_likelihood)
+        block_moments(&self.c, S_COUNTS + model.p.V, _moments, _moments_merge,
+                      _moments_state)
 
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)
@@ -359,6 +363,57 @@ cdef double _log_predictive(void* context, const double* state, intp_t point) no
 
 cdef double _log_marginal(void* context, const double* state) noexcept nogil:
     return state_log_marginal((<Context*> context).p, state)
+
+
+# -- block moments (``_family.pxd``): a state's layout with its sums alone -----------
+# n, T, the coefficients' sum and the counts add up over disjoint rows; the two
+# cached fields (S_LOG_WEIGHT, S_LOG_GAMMA) are left 0 and filled in from the
+# counts by ``_moments_state``, O(V), so a state does not depend on the order in
+# which its rows were added. The counts and T are integers, exact in any order;
+# only the coefficients' sum is a rounded one, and the blocks fix its order.
+
+
+cdef void _moments(void* context, const intp_t* members, intp_t n,
+                   double* out) noexcept nogil:
+    cdef Context* c = <Context*> context
+    cdef const Rows* x = &c.rows
+    cdef intp_t r, e, i
+    memset(out, 0, (S_COUNTS + c.p.V) * sizeof(double))
+    for r in range(n):
+        i = members[r]
+        for e in range(x.indptr[i], x.indptr[i + 1]):
+            out[S_COUNTS + x.indices[e]] += x.counts[e]
+        out[S_TOTAL] += x.totals[i]
+        out[S_COEF] += x.coefs[i]
+    out[STATE_COUNT] = n
+
+
+cdef void _moments_merge(void* context, double* acc, const double* other) noexcept nogil:
+    cdef intp_t k, width = S_COUNTS + (<Context*> context).p.V
+    if other[STATE_COUNT] == 0:
+        return
+    if acc[STATE_COUNT] == 0:   # an empty acc holds only its count
+        memcpy(acc, other, width * sizeof(double))
+        return
+    for k in range(width):
+        acc[k] += other[k]   # the cached fields stay 0, as they are in other
+
+
+cdef int _moments_state(void* context, const double* moments, double* state) noexcept nogil:
+    cdef const DM* p = (<Context*> context).p
+    cdef intp_t v
+    cdef double log_gamma = 0.0
+    memcpy(state, moments, (S_COUNTS + p.V) * sizeof(double))
+    for v in range(p.V):
+        if moments[S_COUNTS + v] > 0:
+            log_gamma += (lg_feature(p, v, <intp_t> moments[S_COUNTS + v])
+                          - lg_feature(p, v, 0))
+    state[S_LOG_GAMMA] = log_gamma
+    if state[STATE_COUNT] > 0:
+        state[S_LOG_WEIGHT] = log(state[STATE_COUNT]) + lg_total(p, <intp_t> state[S_TOTAL])
+    else:
+        state[S_LOG_WEIGHT] = -INFINITY
+    return 0
 
 
 cdef double _point_key(void* context, intp_t point, const double* u) noexcept nogil:

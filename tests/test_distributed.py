@@ -10,10 +10,16 @@ import warnings
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
-from rankmix import DPGaussianClustering
+from rankmix import (
+    DPGaussianClustering,
+    DPMallowsClustering,
+    DPMultinomialClustering,
+    _collapsed,
+)
 from rankmix import _subcluster_chain as chain_module
 from rankmix._distributed import (
     DaskRows,
@@ -23,9 +29,12 @@ from rankmix._distributed import (
 )
 from rankmix._gaussian_kernels import NIWModel
 from rankmix._isotropic_kernels import IsotropicModel
+from rankmix._multinomial_kernels import DirichletMultinomial
 from rankmix._subcluster_chain import SubclusterChain
 
 from .test_gaussian import EXACT_CASES, assert_matches_posterior, fit_tiny
+from .test_multinomial import SAMPLERS as MULTINOMIAL_SAMPLERS
+from .test_multinomial import assert_matches_exact_posterior
 
 da = pytest.importorskip("dask.array")
 
@@ -126,6 +135,24 @@ def test_block_moments_give_the_state_of_a_rebuild(kind):
     )
 
 
+def test_count_moments_give_the_state_of_a_rebuild():
+    # counts add up exactly; the cached log-gamma sum is recomputed from them
+    rng = np.random.default_rng(2)
+    X = sparse.csr_matrix(rng.poisson(0.8, size=(97, 9)))
+    model = DirichletMultinomial(rng.uniform(0.2, 2.0, 9), X.sum(0).A1, X.sum())
+    family = model.family(X)
+    members = np.sort(rng.choice(97, 60, replace=False)).astype(np.intp)
+    rebuilt = np.empty(model.width)
+    family._rebuild(rebuilt, members)
+    for row_block in (1, 7, 32, 1000):
+        blocked = family._blocked_state(members, row_block)
+        assert_allclose(blocked, rebuilt, rtol=1e-12)
+        assert_array_equal(blocked[5:], rebuilt[5:])  # the counts, exactly
+    empty = np.empty(model.width)
+    family._rebuild(empty, np.empty(0, np.intp))
+    assert_array_equal(family._blocked_state(np.empty(0, np.intp), 4), empty)
+
+
 def test_merged_data_moments_match_numpy():
     X = two_blobs(1000, 4)
     n, mean, M2 = merge_moments(block_moments(X, 64))
@@ -155,6 +182,17 @@ def test_subcluster_over_many_blocks_matches_the_exact_posterior(
     assert_matches_posterior(model, X, covariance_type)
 
 
+@pytest.mark.parametrize(
+    "params", [p for p in MULTINOMIAL_SAMPLERS if p["sampler"] == "subcluster"]
+)
+def test_multinomial_subcluster_over_many_blocks_matches_the_exact_posterior(
+    params, monkeypatch
+):
+    # blocks of 2 rows, as above
+    monkeypatch.setattr(chain_module, "ROW_BLOCK", 2)
+    assert_matches_exact_posterior(params)
+
+
 # -- rows elsewhere, in process ------------------------------------------------------
 
 
@@ -177,6 +215,44 @@ def test_sequential_start_is_the_same_wherever_the_rows_are(sample, monkeypatch)
     run_pair(
         "full", two_blobs(), 50, 16, SerialClient(), n_sweeps=5, sequential_init=True
     )
+
+
+def two_topics(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.vstack(
+        [
+            rng.multinomial(30, [0.6, 0.1, 0.1, 0.1, 0.1], size=n // 2),
+            rng.multinomial(20, [0.1, 0.1, 0.1, 0.1, 0.6], size=n - n // 2),
+        ]
+    )
+
+
+MULTINOMIAL_FIT = dict(
+    sampler="subcluster",
+    n_split_merge=2,
+    n_iter=6,
+    burn_in=3,
+    thin=1,
+    n_chains=2,
+    random_state=0,
+)
+
+
+@pytest.mark.parametrize("chunk", [np.asarray, sparse.csr_matrix])
+def test_multinomial_fit_is_the_same_wherever_the_counts_are(chunk, monkeypatch):
+    # dense or scipy.sparse chunks; the sequential start from a sample included
+    monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
+    monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
+    monkeypatch.setattr(_collapsed, "active_client", SerialClient)
+    X = two_topics()
+    here = DPMultinomialClustering(**MULTINOMIAL_FIT).fit(X)
+    there = DPMultinomialClustering(**MULTINOMIAL_FIT).fit(
+        da.from_array(X, chunks=(150, 5)).map_blocks(chunk)
+    )
+    assert_array_equal(here.label_samples_, there.label_samples_)
+    assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
+    assert_array_equal(here.feature_probs_, there.feature_probs_)
+    assert here.n_clusters_ >= 2
 
 
 def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
@@ -247,6 +323,21 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     assert_array_equal(here.predict(X), there.predict(X))
 
 
+def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
+    dask_client, monkeypatch
+):
+    monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
+    monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
+    X = two_topics(seed=1)
+    here = DPMultinomialClustering(**MULTINOMIAL_FIT, n_jobs=2).fit(X)
+    there = DPMultinomialClustering(**MULTINOMIAL_FIT, n_jobs=2).fit(
+        da.from_array(X, chunks=(150, 5))
+    )
+    assert_array_equal(here.label_samples_, there.label_samples_)
+    assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
+    assert_array_equal(here.predict(X), there.predict(X))
+
+
 def test_dask_fit_refuses_what_it_cannot_do(dask_client):
     X = da.from_array(two_blobs(), chunks=(100, 2))
     with pytest.raises(ValueError, match="sampler='subcluster'"):
@@ -257,12 +348,26 @@ def test_dask_fit_refuses_what_it_cannot_do(dask_client):
     bad[123, 1] = np.nan
     with pytest.raises(ValueError, match="Row 123 of X"):
         DPGaussianClustering(sampler="subcluster").fit(da.from_array(bad, chunks=50))
-    from rankmix import DPMultinomialClustering
-
-    with pytest.raises(TypeError, match="DPGaussianClustering"):
+    counts = two_topics(100).astype(float)
+    counts[57, 3] = 1.5
+    with pytest.raises(ValueError, match="row 57, column 3 holds 1.5"):
         DPMultinomialClustering(sampler="subcluster").fit(
-            da.from_array(np.ones((10, 3)), chunks=5)
+            da.from_array(counts, chunks=20)
         )
+    counts[57, 3] = -2
+    with pytest.raises(ValueError, match="Negative values in data: .* row 57"):
+        DPMultinomialClustering(sampler="subcluster").fit(
+            da.from_array(counts, chunks=20)
+        )
+    counts[57, 3] = np.inf
+    with pytest.raises(ValueError, match="row 57, column 3 holds inf"):
+        DPMultinomialClustering(sampler="subcluster").fit(
+            da.from_array(counts, chunks=20)
+        )
+    with pytest.raises(ValueError, match="sampler='subcluster'"):
+        DPMultinomialClustering().fit(da.from_array(two_topics(100), chunks=20))
+    with pytest.raises(TypeError, match="DPMultinomialClustering"):
+        DPMallowsClustering().fit(da.from_array(np.ones((10, 3)), chunks=5))
 
 
 def test_rows_of_a_dask_array_are_checked_before_any_work():

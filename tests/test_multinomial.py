@@ -179,6 +179,11 @@ SAMPLERS = [
     "params", SAMPLERS, ids=lambda p: "-".join(map(str, p.values()))
 )
 def test_samplers_match_the_exact_posterior(params):
+    assert_matches_exact_posterior(params)
+
+
+def assert_matches_exact_posterior(params):
+    """A fit of TINY with ``params`` against the enumerated posterior."""
     a = PRIORS[1]
     posterior = exact_posterior(TINY, a, params.get("alpha_prior"))
     with warnings.catch_warnings():
