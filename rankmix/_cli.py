@@ -287,7 +287,8 @@ def _add_fit_parser(commands):
         default=None,
         metavar="N",
         help="chains run in parallel, -1 for one per processor; the result does "
-        "not depend on it (default: 1)",
+        "not depend on it (default: as many as the cores OpenMP may use, at most "
+        "--chains)",
     )
     model.add_argument(
         "--seed",

@@ -30,6 +30,7 @@ from functools import partial
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from joblib.parallel import get_active_backend
 
 try:  # an optional progress bar for verbose=1
     from tqdm.auto import tqdm
@@ -90,7 +91,8 @@ def run_chains(
         keep interval.
     n_chains, n_jobs : int
         Number of chains and of joblib workers running them (threads unless a
-        joblib.parallel_config says otherwise).
+        joblib.parallel_config says otherwise); ``n_jobs=None``: see
+        `chains_at_once`.
     random_state : int, RandomState instance or None
         Fixes every chain's stream (unused when ``chains`` are continued).
     verbose : int
@@ -122,6 +124,7 @@ def run_chains(
     else:
         starts = [partial(_same, chain) for chain in chains]
     progress = _Progress(n_iter, n_chains, verbose)
+    n_jobs = chains_at_once(n_jobs, n_chains)
     # A chain with parallel loops (``thread_cap``) shares the cores with the
     # chains beside it: n_jobs chains at once on OpenMP's threads would
     # oversubscribe the cores, which busy-waiting threads make far slower than
@@ -297,6 +300,30 @@ def _smallest_label_dtype(max_label):
         if max_label <= np.iinfo(dtype).max:
             return np.dtype(dtype)
     return np.dtype(np.int64)
+
+
+def chains_at_once(n_jobs, n_chains):
+    """The ``n_jobs`` the chains run with: ``n_jobs`` itself unless it is None.
+
+    None means as many chains at once as OpenMP may use threads (all cores, unless
+    OMP_NUM_THREADS or threadpoolctl limit them), at most ``n_chains``: the
+    convention of scikit-learn's threaded estimators (KMeans, the histogram
+    gradient boosting), so that a default fit's chains share the machine's cores
+    and two chains on two cores take about one chain's wall time. Inside a joblib
+    worker, joblib limits OpenMP to that worker's share of the cores, so a
+    parallel grid search does not oversubscribe them. A joblib context that sets
+    a backend other than its default threads or processes, or ``n_jobs``, decides
+    instead (None is passed on).
+    """
+    if n_jobs is not None:
+        return n_jobs
+    backend, context_n_jobs = get_active_backend()
+    if context_n_jobs is not None or type(backend).__name__ not in (
+        "LokyBackend",
+        "ThreadingBackend",
+    ):
+        return None
+    return max(1, min(n_chains, openmp_threads()))
 
 
 def n_kept_draws(n_iter, burn_in, thin):

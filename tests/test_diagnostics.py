@@ -3,6 +3,7 @@
 """Convergence diagnostics, ArviZ export, progress reporting, parallel chains."""
 
 import sys
+import time
 import types
 import warnings
 from functools import partial
@@ -170,6 +171,51 @@ def test_chains_run_unchanged_on_a_process_backend(Estimator, X):
     with joblib.parallel_config(backend="loky", n_jobs=2):
         model = fit(Estimator, X, n_chains=2)
     assert_array_equal(model.label_samples_, expected)
+
+
+def test_n_jobs_none_runs_the_chains_on_the_cores_openmp_may_use():
+    joblib = pytest.importorskip("joblib")
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(3, user_api="openmp"):
+        assert _engine.chains_at_once(None, 2) == 2  # at most n_chains
+        assert _engine.chains_at_once(None, 5) == 3  # at most the cores
+        assert _engine.chains_at_once(1, 5) == 1  # an explicit n_jobs stands
+        with joblib.parallel_config(backend="threading"):
+            assert _engine.chains_at_once(None, 5) == 3
+        # a context that sets n_jobs or another backend decides
+        with joblib.parallel_config(n_jobs=2):
+            assert _engine.chains_at_once(None, 5) is None
+        with joblib.parallel_config(backend="sequential"):
+            assert _engine.chains_at_once(None, 5) is None
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        assert _engine.chains_at_once(None, 4) == 1
+
+
+def test_default_n_jobs_runs_the_chains_side_by_side(monkeypatch):
+    # the chains of a default fit overlap in time (threads), and draw what they
+    # draw one at a time
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    running, overlapped = [0], [False]
+    original = _engine._run_chain
+
+    def watched(*args, **kwargs):
+        running[0] += 1
+        try:
+            for _ in range(200):  # the other chain has time to start
+                overlapped[0] |= running[0] > 1
+                if overlapped[0]:
+                    break
+                time.sleep(0.005)
+            return original(*args, **kwargs)
+        finally:
+            running[0] -= 1
+
+    monkeypatch.setattr(_engine, "_run_chain", watched)
+    with threadpoolctl.threadpool_limits(2, user_api="openmp"):
+        together = fit(DPGaussianClustering, VECTORS, n_chains=2)
+    assert overlapped[0]
+    one_by_one = fit(DPGaussianClustering, VECTORS, n_chains=2, n_jobs=1)
+    assert_array_equal(together.label_samples_, one_by_one.label_samples_)
 
 
 def _autoregressive(phi, n_chains, n_draws, rng):
