@@ -227,7 +227,8 @@ def two_topics(n=600, seed=0):
     )
 
 
-MULTINOMIAL_FIT = dict(
+# a short sub-cluster fit of two chains, for the comparisons of draws
+SHORT_FIT = dict(
     sampler="subcluster",
     n_split_merge=2,
     n_iter=6,
@@ -245,8 +246,8 @@ def test_multinomial_fit_is_the_same_wherever_the_counts_are(chunk, monkeypatch)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     monkeypatch.setattr(_collapsed, "active_client", SerialClient)
     X = two_topics()
-    here = DPMultinomialClustering(**MULTINOMIAL_FIT).fit(X)
-    there = DPMultinomialClustering(**MULTINOMIAL_FIT).fit(
+    here = DPMultinomialClustering(**SHORT_FIT).fit(X)
+    there = DPMultinomialClustering(**SHORT_FIT).fit(
         da.from_array(X, chunks=(150, 5)).map_blocks(chunk)
     )
     assert_array_equal(here.label_samples_, there.label_samples_)
@@ -300,17 +301,7 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     X = two_blobs(600, 3, seed=4)
-    params = dict(
-        covariance_type=covariance_type,
-        sampler="subcluster",
-        n_split_merge=2,
-        n_iter=6,
-        burn_in=3,
-        thin=1,
-        n_chains=2,
-        n_jobs=2,
-        random_state=0,
-    )
+    params = dict(SHORT_FIT, covariance_type=covariance_type, n_jobs=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         here = DPGaussianClustering(**params).fit(X)
@@ -329,8 +320,8 @@ def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
     monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     X = two_topics(seed=1)
-    here = DPMultinomialClustering(**MULTINOMIAL_FIT, n_jobs=2).fit(X)
-    there = DPMultinomialClustering(**MULTINOMIAL_FIT, n_jobs=2).fit(
+    here = DPMultinomialClustering(**SHORT_FIT, n_jobs=2).fit(X)
+    there = DPMultinomialClustering(**SHORT_FIT, n_jobs=2).fit(
         da.from_array(X, chunks=(150, 5))
     )
     assert_array_equal(here.label_samples_, there.label_samples_)
