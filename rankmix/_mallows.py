@@ -245,7 +245,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     on (clustering, pi); then come the Slice-Gibbs parameter updates, the
     split-merge moves (which create and remove clusters) and the alpha step.
     The priorities and the labels are drawn by Philox from (seed, ranking,
-    sweep), whichever thread draws them.
+    sweep), whichever thread draws them. The clusters' parameter updates run in
+    parallel too (over the clusters, on the same threads), each cluster's from
+    its own Philox stream keyed by (seed, cluster slot, update round), so the
+    draws do not depend on the number of threads either.
 
     With ``alpha_prior`` = (a, b), each sweep ends with alpha | K, N drawn by
     Escobar & West's auxiliary-variable step (eta ~ Beta(alpha + 1, N), then a

@@ -12,8 +12,11 @@ then (with ``alpha_prior``) alpha | K by Escobar & West's step, the DP prior's
 terms shared with every chain (``_dp_prior.pxd``). The sub-cluster sampler
 (``subcluster=True``) replaces the sequential assignment step by the exact anchored
 parallel label step of ``_restricted.pxd`` (:meth:`_parallel_labels`), run on
-OpenMP threads; its draws come from Philox keyed by the chain, so they do not
-depend on the number of threads. Clusters live in slots that are
+OpenMP threads, and updates the clusters' parameters in parallel over the
+clusters (:meth:`_update_parameters`, each cluster in a ``ClusterWork`` of its
+thread); its draws come from Philox keyed by the chain (by row, or by cluster slot
+and update round), so they do not depend on the number of threads. Clusters live
+in slots that are
 reused when a cluster empties, so no relabelling pass over the data is ever needed.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
@@ -29,7 +32,7 @@ import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, exp, expm1, lgamma, log
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -43,6 +46,7 @@ from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
 )
+from ._counter_rng cimport philox4x64_10
 from ._openmp cimport max_threads
 from ._restricted cimport (
     PURPOSE_LABEL, find_anchors, precedes, row_draws,
@@ -99,6 +103,108 @@ cdef enum:
     PROPOSE_LAUNCH = 0     # draw, by the cheap Beta update; no density
     PROPOSE_DRAW = 1       # draw, and return the log proposal density
     PROPOSE_EVALUATE = 2   # the log proposal density of the set's parameters
+
+
+# The counter of a cluster's parameter stream (``ClusterWork``): (slot, round,
+# PURPOSE_PARAMETERS, draw), a purpose no row stream uses.
+cdef uint64_t PURPOSE_PARAMETERS = 0xC1A55E5000000000
+
+
+cdef struct ClusterWork:
+    # What one cluster's parameter update (``_update_cluster``) writes besides the
+    # cluster's own arrays: the chain has one for its sequential updates, and a
+    # sub-cluster chain one per thread.
+    Statistics st
+    intp_t* local        # (n,) all -1 between uses
+    intp_t* st_local     # (n,)
+    intp_t* unranked     # (n,)
+    intp_t* proposal     # (n,)
+    char* placed         # (n,)
+    double* rho          # (n,)
+    double* weight       # (n,)
+    double* preceded     # (n, n)
+    double* sums         # (T,)
+    double* stage_n      # (T,)
+    bint owned           # the buffers are this struct's own (else the chain's)
+    # a counter-based stream (Philox, as the rows'): the draws of a cluster's
+    # update depend on (key, slot, round) alone, not on the thread that runs it
+    uint64_t key[2]
+    uint64_t counter[4]
+    uint64_t words[4]
+    intp_t next_word
+    bitgen_t bitgen
+
+
+cdef uint64_t _stream_next64(void* state) noexcept nogil:
+    cdef ClusterWork* w = <ClusterWork*> state
+    if w.next_word == 4:
+        philox4x64_10(w.counter, w.key, w.words)
+        w.counter[3] += 1
+        w.next_word = 0
+    w.next_word += 1
+    return w.words[w.next_word - 1]
+
+
+cdef uint32_t _stream_next32(void* state) noexcept nogil:
+    return <uint32_t> (_stream_next64(state) >> 32)
+
+
+cdef double _stream_next_double(void* state) noexcept nogil:
+    # the top 53 bits, as NumPy's generators
+    return (_stream_next64(state) >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef void stream_start(ClusterWork* w, const uint64_t* key, uint64_t slot,
+                       uint64_t round) noexcept nogil:
+    """Point ``w.bitgen`` at the stream of (slot, round) under ``key``."""
+    w.key[0] = key[0]
+    w.key[1] = key[1]
+    w.counter[0] = slot
+    w.counter[1] = round
+    w.counter[2] = PURPOSE_PARAMETERS
+    w.counter[3] = 0
+    w.next_word = 4
+    w.bitgen.state = w
+    w.bitgen.next_uint64 = _stream_next64
+    w.bitgen.next_uint32 = _stream_next32
+    w.bitgen.next_double = _stream_next_double
+    w.bitgen.next_raw = _stream_next64
+
+
+cdef int work_allocate(ClusterWork* w, intp_t n, intp_t T) except -1 nogil:
+    """Buffers of one's own for ``w`` (a thread's)."""
+    cdef intp_t j
+    memset(w, 0, sizeof(ClusterWork))
+    statistics_init(&w.st)
+    w.owned = True
+    w.local = <intp_t*> malloc(n * sizeof(intp_t))
+    w.st_local = <intp_t*> malloc(n * sizeof(intp_t))
+    w.unranked = <intp_t*> malloc(n * sizeof(intp_t))
+    w.proposal = <intp_t*> malloc(n * sizeof(intp_t))
+    w.placed = <char*> malloc(n * sizeof(char))
+    w.rho = <double*> malloc(n * sizeof(double))
+    w.weight = <double*> malloc(n * sizeof(double))
+    w.preceded = <double*> malloc(n * n * sizeof(double))
+    w.sums = <double*> malloc(max(T, 1) * sizeof(double))
+    w.stage_n = <double*> malloc(max(T, 1) * sizeof(double))
+    if (w.local == NULL or w.st_local == NULL or w.unranked == NULL
+            or w.proposal == NULL or w.placed == NULL or w.rho == NULL
+            or w.weight == NULL or w.preceded == NULL or w.sums == NULL
+            or w.stage_n == NULL):
+        with gil:
+            raise MemoryError("could not allocate a thread's work arrays")
+    for j in range(n):
+        w.local[j] = -1
+    return 0
+
+
+cdef void work_free(ClusterWork* w) noexcept nogil:
+    statistics_free(&w.st)
+    if w.owned:
+        free(w.local); free(w.st_local); free(w.unranked); free(w.proposal)
+        free(w.placed); free(w.rho); free(w.weight); free(w.preceded)
+        free(w.sums); free(w.stage_n)
+    w.owned = False
 
 
 cdef class MallowsChain:
@@ -218,6 +324,10 @@ cdef class MallowsChain:
     cdef double* stage_n       # (T,)
     cdef double* code_logw     # (n,)
     cdef Statistics st
+    cdef ClusterWork work          # the sequential updates' (the chain's buffers)
+    cdef ClusterWork* works        # sub-cluster: one per thread
+    cdef intp_t n_works
+    cdef uint64_t param_round      # sub-cluster: calls of _update_parameters so far
 
     # split-merge scratch
     cdef intp_t* sm_points     # (N,) the pair's other points S, in random order
@@ -232,6 +342,8 @@ cdef class MallowsChain:
 
     def __cinit__(self):
         statistics_init(&self.st)
+        memset(&self.work, 0, sizeof(ClusterWork))
+        statistics_init(&self.work.st)
 
     def __init__(
         self, const intp_t[:, ::1] X, intp_t n_items, double alpha, double nu,
@@ -325,6 +437,17 @@ cdef class MallowsChain:
             raise MemoryError("could not allocate the chain's work arrays")
         for j in range(self.n):
             self.local[j] = -1
+        # the sequential parameter updates work in the chain's own buffers
+        self.work.local = self.local
+        self.work.st_local = self.st_local
+        self.work.unranked = self.unranked
+        self.work.proposal = self.proposal
+        self.work.placed = self.placed
+        self.work.rho = self.rho
+        self.work.weight = self.weight
+        self.work.preceded = self.preceded
+        self.work.sums = self.sums
+        self.work.stage_n = self.stage_n
         if beta_gibbs:
             self._make_ladders()
         self._grow(max(2 * init_clusters, 16))
@@ -338,6 +461,11 @@ cdef class MallowsChain:
 
     def __dealloc__(self):
         statistics_free(&self.st)
+        work_free(&self.work)
+        if self.works != NULL:
+            for j in range(self.n_works):
+                work_free(&self.works[j])
+            free(self.works)
         slots_free(&self.slots)
         free(self.size); free(self.log_size); free(self.sigma); free(self.position); free(self.theta)
         free(self.log_norm); free(self.code_sum); free(self.stage_count)
@@ -825,18 +953,30 @@ cdef class MallowsChain:
         slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
     cdef int _update_parameters(self) except -1 nogil:
-        """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data."""
-        cdef intp_t a, c, g, j, d, D
-        cdef double log_z
-        cdef intp_t* sig
-        cdef intp_t* pos
-        cdef double* th
+        """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data.
+
+        A sub-cluster chain updates its clusters in parallel (OpenMP, over the
+        clusters), each from its own counter-based stream keyed by (slot, round):
+        the draws do not depend on the number of threads. Other chains update them
+        in turn from the chain's stream.
+        """
+        cdef intp_t a, c, j, tid, K = self.slots.n_active
+        cdef int n_threads
         self._group_members()
-        for a in range(self.slots.n_active):
+        if self.subcluster:
+            n_threads = max(1, min(max_threads(), K))
+            if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
+                n_threads = self.thread_cap
+            self._grow_works(n_threads)
+            for a in prange(K, schedule="dynamic", num_threads=n_threads):
+                tid = threadid()
+                c = self.slots.active[a]
+                stream_start(&self.works[tid], self.key, c, self.param_round)
+                self._update_cluster(c, &self.works[tid], &self.works[tid].bitgen)
+            self.param_round += 1
+            return 0
+        for a in range(K):
             c = self.slots.active[a]
-            sig = self.sigma + c * self.n
-            pos = self.position + c * self.n
-            th = self.theta + c * self.T
             if self.beta_gibbs and self.size[c] == 1:
                 # Figure 5: a singleton's centre by Sample-sigma-N1, theta by (12).
                 self._sample_sigma_n1(c, self.members[self.slots.member_start[c]])
@@ -846,51 +986,73 @@ cdef class MallowsChain:
                 self._beta_theta(c)
                 self._refresh(c)
                 continue
-            statistics_build(
-                &self.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
-                self.size[c], self.n, self.local,
+            self._update_cluster(c, &self.work, self.rng)
+        return 0
+
+    cdef int _grow_works(self, intp_t n_threads) except -1 nogil:
+        """At least ``n_threads`` per-thread works (``ClusterWork``)."""
+        cdef intp_t t
+        if n_threads <= self.n_works:
+            return 0
+        self.works = <ClusterWork*> grow_array(self.works, n_threads * sizeof(ClusterWork))
+        for t in range(self.n_works, n_threads):
+            memset(&self.works[t], 0, sizeof(ClusterWork))
+        for t in range(self.n_works, n_threads):
+            self.n_works = t + 1   # freed by __dealloc__ even if the next one fails
+            work_allocate(&self.works[t], self.n, self.T)
+        return 0
+
+    cdef int _update_cluster(self, intp_t c, ClusterWork* w, bitgen_t* rng) except -1 nogil:
+        """n_gibbs rounds of sigma | theta and theta | sigma for cluster c (of two
+        members or more for Beta-Gibbs), in ``w``'s buffers, from ``rng``. Writes
+        only cluster c's arrays: clusters may be updated in parallel."""
+        cdef intp_t g, j, d, D
+        cdef double log_z
+        cdef intp_t* sig = self.sigma + c * self.n
+        cdef intp_t* pos = self.position + c * self.n
+        cdef double* th = self.theta + c * self.T
+        statistics_build(
+            &w.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
+            self.size[c], self.n, w.local,
+        )
+        D = w.st.n_ranked
+        for j in range(self.T):
+            w.stage_n[j] = 0.0
+            for d in range(D):
+                w.stage_n[j] += w.st.counts[d * self.T + j]
+        for g in range(self.n_gibbs):
+            weighted_statistics(
+                D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first,
+                w.st.pair_second, w.st.pair_stage, w.st.pair_count, th,
+                w.weight, w.preceded,
             )
-            D = self.st.n_ranked
-            for j in range(self.T):
-                self.stage_n[j] = 0.0
-                for d in range(D):
-                    self.stage_n[j] += self.st.counts[d * self.T + j]
-            for g in range(self.n_gibbs):
-                weighted_statistics(
-                    D, self.T, self.st.counts, self.st.n_pairs, self.st.pair_first,
-                    self.st.pair_second, self.st.pair_stage, self.st.pair_count, th,
-                    self.weight, self.preceded,
-                )
-                if self.use_mh:
-                    mh_sigma(self.n, D, self.st.items, self.weight, self.preceded,
-                             self.rng, sig, self.proposal, self.st_local, self.rho,
-                             self.placed, self.unranked)
-                    transposition_pass(self.n, D, self.st.items, self.weight,
-                                       self.preceded, self.rng, sig, self.st_local)
-                else:
-                    stagewise(self.n, D, self.st.items, self.weight, self.preceded,
-                              self.rng, sig, &log_z, self.st_local, self.rho,
-                              self.placed, self.unranked)
-                for j in range(self.n):
-                    pos[sig[j]] = j
-                stage_sums(
-                    D, self.T, self.st.items, self.st.counts, self.st.n_pairs,
-                    self.st.pair_first, self.st.pair_second, self.st.pair_stage,
-                    self.st.pair_count, pos, self.sums,
-                )
-                if self.beta_gibbs:
-                    for j in range(self.T):
-                        self.code_sum[c * self.T + j] = self.sums[j]
-                        self.stage_count[c * self.T + j] = self.stage_n[j]
-                    self._beta_theta(c)
-                else:
-                    for j in range(self.T):
-                        th[j] = slice_theta(
-                            th[j], self.nu * self.r[j] + self.sums[j],
-                            self.nu + self.stage_n[j], self.n - 1 - j,
-                            self.slice_width, self.n_slices, self.rng,
-                        )
-            self._refresh(c)
+            if self.use_mh:
+                mh_sigma(self.n, D, w.st.items, w.weight, w.preceded, rng, sig,
+                         w.proposal, w.st_local, w.rho, w.placed, w.unranked)
+                transposition_pass(self.n, D, w.st.items, w.weight, w.preceded,
+                                   rng, sig, w.st_local)
+            else:
+                stagewise(self.n, D, w.st.items, w.weight, w.preceded, rng, sig,
+                          &log_z, w.st_local, w.rho, w.placed, w.unranked)
+            for j in range(self.n):
+                pos[sig[j]] = j
+            stage_sums(
+                D, self.T, w.st.items, w.st.counts, w.st.n_pairs, w.st.pair_first,
+                w.st.pair_second, w.st.pair_stage, w.st.pair_count, pos, w.sums,
+            )
+            if self.beta_gibbs:   # sequential only: the chain's stream
+                for j in range(self.T):
+                    self.code_sum[c * self.T + j] = w.sums[j]
+                    self.stage_count[c * self.T + j] = w.stage_n[j]
+                self._beta_theta(c)
+            else:
+                for j in range(self.T):
+                    th[j] = slice_theta(
+                        th[j], self.nu * self.r[j] + w.sums[j],
+                        self.nu + w.stage_n[j], self.n - 1 - j,
+                        self.slice_width, self.n_slices, rng,
+                    )
+        self._refresh(c)
         return 0
 
     cdef double _compute_log_joint(self) noexcept nogil:
