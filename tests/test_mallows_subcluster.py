@@ -67,9 +67,10 @@ def test_subcluster_matches_exact_posterior(alpha_prior, exact_posterior):
 
 
 def test_draws_do_not_depend_on_the_number_of_threads():
-    # each row's draws come from Philox (key, row, sweep): 1, 2 or 3 OpenMP
-    # threads (3 splits the rows unevenly) give the same chains; 401 rows, so
-    # that each of 3 threads gets its 128 rows or more
+    # each row's draws come from Philox (key, row, sweep), each cluster's
+    # parameter updates from Philox (key, slot, round): 1, 2 or 3 OpenMP threads
+    # (3 splits the rows and the clusters unevenly) give the same chains; 401
+    # rows, so that each of 3 threads gets its 128 rows or more
     X, _, _ = make_mallows_mixture(
         n_clusters=3, n_per_cluster=[134, 134, 133], n_items=8, t=4, theta=1.0,
         random_state=0,
@@ -84,6 +85,7 @@ def test_draws_do_not_depend_on_the_number_of_threads():
                         n_iter=12,
                         burn_in=4,
                         n_chains=2,
+                        n_jobs=1,  # one chain at a time: each gets every thread
                         n_split_merge=2,
                         alpha_prior=(1.0, 1.0),
                         random_state=3,
