@@ -82,7 +82,12 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         blends of the true ones, which Gibbs sweeps take long to take apart: on
         Meila & Chen's data sets 3 and 4 (5,000 rankings of 20 items) the
         sequential start was within VI 0.15 of the truth before the first
-        sweep, where random starts still missed VI 0.01 after 100 sweeps.
+        sweep, where random starts still missed VI 0.01 after 100 sweeps. With
+        ``sampler="subcluster"`` sequential prediction runs on a random sample
+        of at most 4,096 rankings, and every ranking is then drawn into one of
+        the sample's clusters given their parameters, in parallel (the chain
+        creates clusters by splits only, and a pass over many rankings at a
+        large ``alpha`` opens thousands that its merges rarely close).
     init_clusters : int, default=20
         Size of the random initial clustering (``init="random"`` only).
     alpha_prior : tuple (shape, rate), default=None

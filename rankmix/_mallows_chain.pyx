@@ -42,6 +42,7 @@ from ._kernels cimport (
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
 )
+from . import _subcluster_chain
 from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
@@ -58,6 +59,10 @@ from ._rng cimport (
 from ._slots cimport (
     Slots, grow_array, slots_close, slots_free, slots_group, slots_grow, slots_open,
 )
+
+# The sweep number that keys the random numbers of the sampled start's label step
+# (``_initialise_sequential``), which no sweep uses.
+cdef uint64_t START_SWEEP = 0xFFFFFFFFFFFFFFFF
 
 # Parameter sets of the split-merge scratch (rows of sm_sigma, sm_theta, ...): the
 # launch's two sides, the proposed (or current) sides and merged cluster, the
@@ -328,6 +333,7 @@ cdef class MallowsChain:
     cdef ClusterWork* works        # sub-cluster: one per thread
     cdef intp_t n_works
     cdef uint64_t param_round      # sub-cluster: calls of _update_parameters so far
+    cdef intp_t sequential_sample  # sub-cluster: rows of the sequential start's sample
 
     # split-merge scratch
     cdef intp_t* sm_points     # (N,) the pair's other points S, in random order
@@ -377,6 +383,8 @@ cdef class MallowsChain:
             raise ValueError("the sub-cluster step needs explicit theta (not Beta-Gibbs)")
         self.subcluster = subcluster
         self.sweep_count = 0
+        # read when the chain is built, as the Gaussian sub-cluster chain does
+        self.sequential_sample = max(1, _subcluster_chain.SEQUENTIAL_SAMPLE)
         if subcluster:
             # drawn once, before anything else, so that the key is the seed's
             with self.bit_generator.lock:
@@ -836,7 +844,7 @@ cdef class MallowsChain:
             )
         return 0
 
-    cdef int _parallel_labels(self) except -1 nogil:
+    cdef int _parallel_labels(self, uint64_t sweep, bint free=False) except -1 nogil:
         """The anchored parallel label step (``_restricted.pxd``), exact.
 
         pi_c ~ Gamma(n_c, 1) per active cluster (unnormalised: only ratios
@@ -850,7 +858,9 @@ cdef class MallowsChain:
         ``max_threads()`` threads, each with at least MIN_ROWS_PER_THREAD rows);
         a row's draw depends on its index alone, never on the thread. No cluster empties
         (its anchor stays) and none is created, so the slots stay as they are and
-        only the sizes are recounted.
+        only the sizes are recounted. ``free``: no anchors, and rows may have no
+        label yet (-1): every row draws from every cluster (the sampled start's
+        step, which may empty a cluster).
         """
         cdef intp_t a, c, i, k, tid
         cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
@@ -858,7 +868,6 @@ cdef class MallowsChain:
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
-        cdef uint64_t sweep = self.sweep_count
         cdef size_t stride = 4 + (K + 1) + T   # doubles per thread
         cdef double* scratch
         cdef double* u
@@ -880,8 +889,13 @@ cdef class MallowsChain:
         for a in range(K):
             c = active[a]
             self.log_pi[c] = log(random_standard_gamma(self.rng, <double> self.size[c]))
-        find_anchors(key, sweep, labels, N, capacity, self.anchor_priority,
-                     self.anchor_row)
+        if free:
+            for c in range(capacity):
+                self.anchor_priority[c] = -1.0
+                self.anchor_row[c] = -1
+        else:
+            find_anchors(key, sweep, labels, N, capacity, self.anchor_priority,
+                         self.anchor_row)
         # per thread: u (4), log weights (K + 1), codes (T, stored as intp_t in
         # doubles' room: both are 8 bytes)
         if n_threads * stride > self.thread_scratch_size:
@@ -895,7 +909,7 @@ cdef class MallowsChain:
             logw = u + 4
             code = <intp_t*> (logw + K + 1)
             c = labels[i]
-            if anchor_row[c] == i:
+            if c >= 0 and anchor_row[c] == i:
                 new_labels[i] = c
                 continue
             row_draws(key, i, sweep, PURPOSE_LABEL, u)
@@ -1082,16 +1096,36 @@ cdef class MallowsChain:
         assignment step over a growing data set, one scan's cost); a new cluster's
         parameters are drawn from its first ranking, as in the assignment step.
         Then every cluster's parameters are updated from all its members.
+
+        A sub-cluster chain runs sequential prediction on the first
+        ``SEQUENTIAL_SAMPLE`` rankings of that order only (all of them when there
+        are no more), updates those clusters' parameters from their sample
+        members, and then draws every ranking's cluster given them, in parallel
+        (its label step with no anchors), dropping the clusters no ranking
+        joins: the start costs about one sweep, and it has about the number of
+        clusters the model gives that many rankings, which the chain (whose only
+        new clusters come from splits) then refines, where a pass over every
+        ranking at a large alpha opens thousands that its merges rarely close.
         """
-        cdef intp_t r, i
+        cdef intp_t r, i, a, c
+        cdef intp_t n_sample = self.N
         cdef intp_t* order = self.sm_points   # split-merge scratch, unused yet
+        if self.subcluster:
+            n_sample = min(self.N, self.sequential_sample)
         for r in range(self.N):
             order[r] = r
             self.labels[r] = -1
         shuffle(order, self.N, self.rng)
-        for r in range(self.N):
+        for r in range(n_sample):
             i = order[r]
             self._seat(i, -1, False, False)
+        if n_sample < self.N:
+            self._update_parameters()           # from the sample's members
+            self._parallel_labels(START_SWEEP, True)
+            for a in range(self.slots.n_active - 1, -1, -1):
+                c = self.slots.active[a]
+                if self.size[c] == 0:
+                    self._close_slot(c)
         self._update_parameters()
         self.log_joint = self._compute_log_joint()
         return 0
@@ -1492,7 +1526,7 @@ cdef class MallowsChain:
         with self.bit_generator.lock, nogil:
             for s in range(n_sweeps):
                 if self.subcluster:
-                    self._parallel_labels()
+                    self._parallel_labels(self.sweep_count)
                 else:
                     self._assign()
                 self._update_parameters()

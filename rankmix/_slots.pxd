@@ -77,19 +77,22 @@ cdef inline void slots_group(
     """Counting sort of the points by slot.
 
     Afterwards ``members[member_start[c]:member_start[c + 1]]`` are the points of
-    slot c, in increasing order. O(n_points + capacity).
+    slot c, in increasing order; a point labelled -1 (in no cluster yet, as during
+    a sampled start) is in none. O(n_points + capacity).
     """
     cdef intp_t i, c
     for c in range(s.capacity + 1):
         s.member_start[c] = 0
     for i in range(n_points):
-        s.member_start[labels[i] + 1] += 1
+        if labels[i] >= 0:
+            s.member_start[labels[i] + 1] += 1
     for c in range(s.capacity):
         s.member_start[c + 1] += s.member_start[c]
     for i in range(n_points):
         c = labels[i]
-        members[s.member_start[c]] = i
-        s.member_start[c] += 1
+        if c >= 0:
+            members[s.member_start[c]] = i
+            s.member_start[c] += 1
     # member_start[c] now holds the end of slot c: shift back to the starts.
     for c in range(s.capacity, 0, -1):
         s.member_start[c] = s.member_start[c - 1]
