@@ -278,7 +278,7 @@ cdef class MallowsChain:
     cdef double* log_pi        # (capacity,) log of the unnormalised weight pi_c
     cdef double* anchor_priority  # (capacity,)
     cdef intp_t* anchor_row    # (capacity,)
-    cdef double* thread_scratch   # per thread: 4 uniforms, K + 1 log weights, T codes
+    cdef double* thread_scratch   # per thread: 4 uniforms, K + 1 log weights, 2 T
     cdef size_t thread_scratch_size
 
     # cluster slots
@@ -287,6 +287,7 @@ cdef class MallowsChain:
     cdef double* log_size      # (capacity,) log of size, kept in step with it
     cdef intp_t* sigma         # (capacity, n)
     cdef intp_t* position      # (capacity, n) inverse of sigma
+    cdef intp_t* item_position # sub-cluster: (n, capacity) the same, item-major
     cdef double* theta         # (capacity, T)
     cdef double* log_norm      # (capacity, T + 1) cumulative log psi_{n-1-j}(theta_j)
     cdef double* code_sum      # (capacity, T) Beta-Gibbs: S_j(sigma) of the members
@@ -493,15 +494,24 @@ cdef class MallowsChain:
         free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
         free(self.sm_sums); free(self.sm_counts)
         free(self.new_labels); free(self.log_pi); free(self.anchor_priority)
-        free(self.anchor_row); free(self.thread_scratch)
+        free(self.anchor_row); free(self.thread_scratch); free(self.item_position)
 
     # -- slots ---------------------------------------------------------------
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """Reallocate every per-slot array for ``capacity`` slots."""
-        cdef intp_t c, old = self.slots.capacity
+        cdef intp_t c, item, old = self.slots.capacity
+        cdef intp_t* by_item
         if capacity <= old:
             return 0
+        if self.subcluster:
+            # item-major, so a new capacity is a new layout
+            by_item = <intp_t*> grow_array(NULL, capacity * self.n * sizeof(intp_t))
+            for item in range(self.n):
+                for c in range(old):
+                    by_item[item * capacity + c] = self.item_position[item * old + c]
+            free(self.item_position)
+            self.item_position = by_item
         self.size = <intp_t*> grow_array(self.size, capacity * sizeof(intp_t))
         self.log_size = <double*> grow_array(self.log_size, capacity * sizeof(double))
         self.sigma = <intp_t*> grow_array(self.sigma, capacity * self.n * sizeof(intp_t))
@@ -559,6 +569,9 @@ cdef class MallowsChain:
         self.cache_valid[c] = 0
         for r in range(self.n):
             pos[sig[r]] = r
+        if self.subcluster:
+            for r in range(self.n):
+                self.item_position[sig[r] * self.slots.capacity + c] = r
         norm[0] = 0.0
         for j in range(self.T):
             norm[j + 1] = norm[j] + log_psi(self.n - 1 - j, th[j])
@@ -868,17 +881,20 @@ cdef class MallowsChain:
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
-        cdef size_t stride = 4 + (K + 1) + T   # doubles per thread
+        cdef size_t stride = 4 + (K + 1) + 2 * T   # doubles per thread
         cdef double* scratch
         cdef double* u
         cdef double* logw
-        cdef intp_t* code
+        cdef double value
+        cdef intp_t* row_items      # (T,) each item's row of item_position
+        cdef intp_t* code           # (T,)
+        cdef intp_t j, l, t, p, code_j
         cdef const intp_t* X = &self.X[0, 0]
         cdef const intp_t* lengths = &self.lengths[0]
         cdef intp_t* labels = &self.labels[0]
         cdef intp_t* new_labels = self.new_labels
         cdef const intp_t* active = self.slots.active
-        cdef const intp_t* position = self.position
+        cdef const intp_t* by_item = self.item_position
         cdef const double* theta = self.theta
         cdef const double* log_norm = self.log_norm
         cdef const double* log_pi = self.log_pi
@@ -896,8 +912,8 @@ cdef class MallowsChain:
         else:
             find_anchors(key, sweep, labels, N, capacity, self.anchor_priority,
                          self.anchor_row)
-        # per thread: u (4), log weights (K + 1), codes (T, stored as intp_t in
-        # doubles' room: both are 8 bytes)
+        # per thread: u (4), log weights (K + 1), the row's items' offsets and
+        # codes (2 T, stored as intp_t in doubles' room: both are 8 bytes)
         if n_threads * stride > self.thread_scratch_size:
             self.thread_scratch = <double*> grow_array(
                 self.thread_scratch, n_threads * stride * sizeof(double))
@@ -907,18 +923,35 @@ cdef class MallowsChain:
             tid = threadid()
             u = scratch + tid * stride
             logw = u + 4
-            code = <intp_t*> (logw + K + 1)
+            row_items = <intp_t*> (logw + K + 1)
+            code = row_items + T
             c = labels[i]
             if c >= 0 and anchor_row[c] == i:
                 new_labels[i] = c
                 continue
             row_draws(key, i, sweep, PURPOSE_LABEL, u)
+            t = lengths[i]
+            for j in range(t):
+                row_items[j] = X[i * T + j] * capacity
             for k in range(K):
                 c = active[k]
                 if precedes(anchor_priority[c], anchor_row[c], u[0], i):
-                    logw[k] = log_pi[c] + gm_log_density(
-                        X + i * T, lengths[i], position + c * n, theta + c * T,
-                        log_norm + c * (T + 1), code)
+                    # gm_log_density with the positions read item-major: the
+                    # row's t items' rows of item_position stay in cache across
+                    # the clusters (codes_one's loop, the same sums in the same
+                    # order)
+                    for j in range(t):
+                        code[j] = by_item[row_items[j] + c]
+                    value = -log_norm[c * (T + 1) + t]
+                    for j in range(t - 1, -1, -1):
+                        p = code[j]
+                        code_j = p
+                        for l in range(j):
+                            code_j = code_j - (code[l] < p)
+                        code[j] = code_j
+                    for j in range(t):
+                        value = value - theta[c * T + j] * code[j]
+                    logw[k] = log_pi[c] + value
                 else:
                     logw[k] = -INFINITY
             new_labels[i] = active[draw_index(logw, K, u[1])]
