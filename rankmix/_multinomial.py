@@ -63,13 +63,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     n_chains : int, default=2
         Independent chains; their draws are pooled.
     n_jobs : int, default=None
-        Chains run in parallel threads (the sweeps release the GIL), this many
-        at once. None means as many as there are cores OpenMP may use
-        (``OMP_NUM_THREADS`` or threadpoolctl limit them), at most
-        ``n_chains``, as scikit-learn's threaded estimators use every core by
-        default; inside a joblib context that sets ``n_jobs`` or a backend, the
-        context decides. -1 means all processors. The draws do not depend on
-        it.
+        Chains run in parallel threads, this many at once; None means as many as
+        the cores OpenMP may use, at most ``n_chains`` (see
+        :class:`DPGaussianClustering`). The draws do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Pass an int for reproducible output across multiple function calls.
         See :term:`Glossary <random_state>`.
