@@ -312,8 +312,10 @@ def chains_at_once(n_jobs, n_chains):
     and two chains on two cores take about one chain's wall time. Inside a joblib
     worker, joblib limits OpenMP to that worker's share of the cores, so a
     parallel grid search does not oversubscribe them. A joblib context that sets
-    a backend other than its default threads or processes, or ``n_jobs``, decides
-    instead (None is passed on).
+    ``n_jobs``, or a backend other than joblib's loky or threading, decides
+    instead (None is passed on); joblib does not say whether its loky backend was
+    chosen by a context or is its default, so ``parallel_config(backend="loky")``
+    alone runs that many chains in processes.
     """
     if n_jobs is not None:
         return n_jobs

@@ -76,8 +76,12 @@ cdef class Family:
             raise ValueError("this family has no block moments")
         cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
         cdef intp_t M = self.c.moments_width, start = 0, stop, n = idx.shape[0]
-        cdef double[::1] acc = np.zeros(M)
-        cdef double[::1] part = np.empty(M)
+        # as the chain: an empty accumulator has only its count set (its other
+        # entries are whatever the scratch held: NaN here, so that a family that
+        # read them would show it)
+        cdef double[::1] acc = np.full(M, np.nan)
+        cdef double[::1] part = np.full(M, np.nan)
+        acc[0] = 0.0
         cdef double[::1] state = np.empty(self.c.segments.width)
         while start < n:
             stop = start

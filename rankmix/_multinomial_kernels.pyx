@@ -155,6 +155,11 @@ def row_statistics(X):
     ``coefs[i]`` is log |x_i|! - sum_v log x_iv!, the log multinomial coefficient.
     """
     X = sparse.csr_matrix(X)
+    if not X.has_canonical_format:
+        # a repeated (row, column) entry counts once, summed (a Dask worker's chunk
+        # as given; the estimator's own X is already canonical)
+        X = X.copy()
+        X.sum_duplicates()
     counts = np.asarray(X.data, dtype=np.intp)
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
     totals = np.bincount(rows, weights=counts, minlength=X.shape[0]).astype(np.intp)
@@ -403,6 +408,9 @@ cdef int _moments_state(void* context, const double* moments, double* state) noe
     cdef const DM* p = (<Context*> context).p
     cdef intp_t v
     cdef double log_gamma = 0.0
+    if moments[STATE_COUNT] == 0:   # only the count of an empty block is set
+        state_reset(p, state)
+        return 0
     memcpy(state, moments, (S_COUNTS + p.V) * sizeof(double))
     for v in range(p.V):
         if moments[S_COUNTS + v] > 0:

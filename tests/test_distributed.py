@@ -239,9 +239,28 @@ SHORT_FIT = dict(
 )
 
 
-@pytest.mark.parametrize("chunk", [np.asarray, sparse.csr_matrix])
+def csr_with_duplicates(block):
+    """``block``'s counts as a valid CSR matrix that lists each entry twice (two
+    parts of it), as scipy allows before ``sum_duplicates``."""
+    coo = sparse.coo_matrix(np.asarray(block))
+    order = np.lexsort((coo.col, coo.row))
+    rows, columns, values = coo.row[order], coo.col[order], coo.data[order]
+    half = values // 2
+    per_row = np.bincount(rows, minlength=block.shape[0]) * 2
+    return sparse.csr_matrix(
+        (
+            np.column_stack([half, values - half]).ravel(),
+            np.repeat(columns, 2),
+            np.concatenate([[0], np.cumsum(per_row)]),
+        ),
+        shape=block.shape,
+    )
+
+
+@pytest.mark.parametrize("chunk", [np.asarray, sparse.csr_matrix, csr_with_duplicates])
 def test_multinomial_fit_is_the_same_wherever_the_counts_are(chunk, monkeypatch):
-    # dense or scipy.sparse chunks; the sequential start from a sample included
+    # dense or scipy.sparse chunks (canonical or with repeated entries); the
+    # sequential start from a sample included
     monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     monkeypatch.setattr(_collapsed, "active_client", SerialClient)
