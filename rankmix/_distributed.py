@@ -113,24 +113,25 @@ def _first_bad_row(block):
     return int(np.argmax(bad)) if bad.any() else -1
 
 
+def _not_counts(values):
+    """Where ``values`` are not non-negative integer counts (NaN and inf included)."""
+    with np.errstate(invalid="ignore"):
+        return ~(np.isfinite(values) & (values >= 0) & (values == np.round(values)))
+
+
 def _first_bad_count(block):
     """(row, column, value) of the first entry, in row order, that is not a
-    non-negative integer count (NaN and inf included), or None."""
+    non-negative integer count, or None."""
     if hasattr(block, "tocsr"):
         block = block.tocsr()
-        bad = ~(
-            np.isfinite(block.data)
-            & (block.data >= 0)
-            & (block.data == np.round(block.data))
-        )
+        bad = _not_counts(block.data)
         if not bad.any():
             return None
         entry = int(np.argmax(bad))
         row = int(np.searchsorted(block.indptr, entry, side="right")) - 1
         return row, int(block.indices[entry]), block.data[entry].item()
     block = np.asarray(block)
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.isfinite(block) & (block >= 0) & (block == np.round(block)))
+    bad = _not_counts(block)
     if not bad.any():
         return None
     row, column = (int(k) for k in np.argwhere(bad)[0])

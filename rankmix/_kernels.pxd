@@ -40,6 +40,23 @@ cdef void codes_one(
     const intp_t* x, intp_t t, const intp_t* position, intp_t* out
 ) noexcept nogil
 
+
+cdef inline void codes_from_positions(intp_t* out, intp_t t) noexcept nogil:
+    """``codes_one``'s second half, in place: ``out[j]``, the rank in sigma of
+    item x_j on entry, becomes s_j(x | sigma).
+
+    Inversions are counted back to front, so that the positions of the earlier
+    items are still in ``out`` when they are needed; the comparisons are summed,
+    not branched on (their outcome is unpredictable).
+    """
+    cdef intp_t j, k, p, s
+    for j in range(t - 1, -1, -1):
+        p = out[j]
+        s = p
+        for k in range(j):
+            s -= out[k] < p
+        out[j] = s
+
 cdef void weighted_statistics(
     intp_t n_ranked, intp_t n_stages, const double* counts,
     intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,

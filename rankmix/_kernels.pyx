@@ -102,18 +102,10 @@ cdef void codes_one(
     sigma also places before x_j: what is left counts the items not in
     x_1..x_{j-1} that sigma puts before x_j.
     """
-    cdef intp_t j, k, p, s
-    # Load the positions once, then count inversions back to front, so that the
-    # positions of the earlier items are still in ``out`` when they are needed;
-    # the comparisons are summed, not branched on (their outcome is unpredictable).
-    for j in range(t):
+    cdef intp_t j
+    for j in range(t):   # the positions, loaded once
         out[j] = position[x[j]]
-    for j in range(t - 1, -1, -1):
-        p = out[j]
-        s = p
-        for k in range(j):
-            s -= out[k] < p
-        out[j] = s
+    codes_from_positions(out, t)
 
 
 cdef inline void invert(const intp_t* sigma, intp_t n, intp_t* position) noexcept nogil:

@@ -119,15 +119,11 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     n_chains : int, default=2
         Independent chains; their draws are pooled.
     n_jobs : int, default=None
-        Chains run in parallel threads (the sweeps release the GIL), this many
-        at once. None means as many as there are cores OpenMP may use
-        (``OMP_NUM_THREADS`` or threadpoolctl limit them), at most
-        ``n_chains``, as scikit-learn's threaded estimators use every core by
-        default. Inside a joblib context that sets ``n_jobs``, or a backend
-        other than joblib's loky or threading (dask's, say), the context
-        decides; under ``parallel_config(backend="loky")`` alone the chains run
-        in that many processes. -1 means all processors. The draws do not
-        depend on it.
+        Chains run at once, in threads (the sweeps release the GIL). None means
+        as many as the cores OpenMP may use (``OMP_NUM_THREADS`` or threadpoolctl
+        limit them), at most ``n_chains``; -1 means all processors; a joblib
+        context may decide instead (user guide, :ref:`parallel_chains`). The
+        draws do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Fixes the initial clusterings and every draw of every chain. Pass an int for
         reproducible output across multiple function calls.

@@ -38,7 +38,8 @@ from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from ._kernels cimport (
-    Statistics, codes_one, intp_t, log_psi, mh_sigma, row_length, slice_theta,
+    Statistics, codes_from_positions, codes_one, intp_t, log_psi, mh_sigma,
+    row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
 )
@@ -47,7 +48,7 @@ from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
 )
-from ._counter_rng cimport philox4x64_10
+from ._counter_rng cimport philox4x64_10, philox_uniform
 from ._openmp cimport max_threads
 from ._restricted cimport (
     PURPOSE_LABEL, find_anchors, precedes, row_draws,
@@ -95,9 +96,16 @@ cdef inline double gm_log_density(
     """log GM(x | sigma, theta) of the top-t ranking x, sigma given by its inverse
     ``pos`` and theta's cumulative log psi by ``norm``; ``code`` (t,) is the
     caller's scratch, so that threads each pass their own."""
+    codes_one(x, t, pos, code)
+    return gm_from_codes(code, t, th, norm)
+
+
+cdef inline double gm_from_codes(
+    const intp_t* code, intp_t t, const double* th, const double* norm,
+) noexcept nogil:
+    """log GM of a top-t ranking from its codes ``code`` (t,) against sigma."""
     cdef intp_t j
     cdef double value = -norm[t]
-    codes_one(x, t, pos, code)
     for j in range(t):
         value -= th[j] * code[j]
     return value
@@ -117,8 +125,8 @@ cdef uint64_t PURPOSE_PARAMETERS = 0xC1A55E5000000000
 
 cdef struct ClusterWork:
     # What one cluster's parameter update (``_update_cluster``) writes besides the
-    # cluster's own arrays: the chain has one for its sequential updates, and a
-    # sub-cluster chain one per thread.
+    # cluster's own arrays: the chain has one for its sequential work (updates in
+    # turn, split-merge proposals), and a sub-cluster chain one per thread.
     Statistics st
     intp_t* local        # (n,) all -1 between uses
     intp_t* st_local     # (n,)
@@ -130,7 +138,6 @@ cdef struct ClusterWork:
     double* preceded     # (n, n)
     double* sums         # (T,)
     double* stage_n      # (T,)
-    bint owned           # the buffers are this struct's own (else the chain's)
     # a counter-based stream (Philox, as the rows'): the draws of a cluster's
     # update depend on (key, slot, round) alone, not on the thread that runs it
     uint64_t key[2]
@@ -155,8 +162,7 @@ cdef uint32_t _stream_next32(void* state) noexcept nogil:
 
 
 cdef double _stream_next_double(void* state) noexcept nogil:
-    # the top 53 bits, as NumPy's generators
-    return (_stream_next64(state) >> 11) * (1.0 / 9007199254740992.0)
+    return philox_uniform(_stream_next64(state))
 
 
 cdef void stream_start(ClusterWork* w, const uint64_t* key, uint64_t slot,
@@ -177,11 +183,10 @@ cdef void stream_start(ClusterWork* w, const uint64_t* key, uint64_t slot,
 
 
 cdef int work_allocate(ClusterWork* w, intp_t n, intp_t T) except -1 nogil:
-    """Buffers of one's own for ``w`` (a thread's)."""
+    """``w``'s buffers, for n items and T stages (``work_free`` frees them)."""
     cdef intp_t j
     memset(w, 0, sizeof(ClusterWork))
     statistics_init(&w.st)
-    w.owned = True
     w.local = <intp_t*> malloc(n * sizeof(intp_t))
     w.st_local = <intp_t*> malloc(n * sizeof(intp_t))
     w.unranked = <intp_t*> malloc(n * sizeof(intp_t))
@@ -205,11 +210,10 @@ cdef int work_allocate(ClusterWork* w, intp_t n, intp_t T) except -1 nogil:
 
 cdef void work_free(ClusterWork* w) noexcept nogil:
     statistics_free(&w.st)
-    if w.owned:
-        free(w.local); free(w.st_local); free(w.unranked); free(w.proposal)
-        free(w.placed); free(w.rho); free(w.weight); free(w.preceded)
-        free(w.sums); free(w.stage_n)
-    w.owned = False
+    free(w.local); free(w.st_local); free(w.unranked); free(w.proposal)
+    free(w.placed); free(w.rho); free(w.weight); free(w.preceded)
+    free(w.sums); free(w.stage_n)
+    memset(w, 0, sizeof(ClusterWork))
 
 
 cdef class MallowsChain:
@@ -317,20 +321,10 @@ cdef class MallowsChain:
     cdef intp_t* code          # (T,)
     cdef intp_t* old_code      # (T,)
     cdef intp_t* members       # (N,)
-    cdef intp_t* local         # (n,) all -1 between uses
-    cdef intp_t* st_local      # (n,) stagewise scratch
-    cdef intp_t* unranked      # (n,)
-    cdef intp_t* proposal      # (n,)
-    cdef char* placed          # (n,)
     cdef char* taken           # (n,)
-    cdef double* rho           # (n,)
-    cdef double* weight        # (n,)
-    cdef double* preceded      # (n, n)
-    cdef double* sums          # (T,)
-    cdef double* stage_n       # (T,)
     cdef double* code_logw     # (n,)
-    cdef Statistics st
-    cdef ClusterWork work          # the sequential updates' (the chain's buffers)
+    cdef ClusterWork work      # the statistics and sigma | theta buffers of the
+                               # sequential updates and the split-merge proposals
     cdef ClusterWork* works        # sub-cluster: one per thread
     cdef intp_t n_works
     cdef uint64_t param_round      # sub-cluster: calls of _update_parameters so far
@@ -348,9 +342,7 @@ cdef class MallowsChain:
     cdef double* sm_counts     # (SM_SETS, T) N_j of the set's members
 
     def __cinit__(self):
-        statistics_init(&self.st)
-        memset(&self.work, 0, sizeof(ClusterWork))
-        statistics_init(&self.work.st)
+        memset(&self.work, 0, sizeof(ClusterWork))   # so that work_free may run
 
     def __init__(
         self, const intp_t[:, ::1] X, intp_t n_items, double alpha, double nu,
@@ -417,17 +409,7 @@ cdef class MallowsChain:
         self.code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
         self.old_code = <intp_t*> malloc(max(self.T, 1) * sizeof(intp_t))
         self.members = <intp_t*> malloc(max(self.N, 1) * sizeof(intp_t))
-        self.local = <intp_t*> malloc(self.n * sizeof(intp_t))
-        self.st_local = <intp_t*> malloc(self.n * sizeof(intp_t))
-        self.unranked = <intp_t*> malloc(self.n * sizeof(intp_t))
-        self.proposal = <intp_t*> malloc(self.n * sizeof(intp_t))
-        self.placed = <char*> malloc(self.n * sizeof(char))
         self.taken = <char*> malloc(self.n * sizeof(char))
-        self.rho = <double*> malloc(self.n * sizeof(double))
-        self.weight = <double*> malloc(self.n * sizeof(double))
-        self.preceded = <double*> malloc(self.n * self.n * sizeof(double))
-        self.sums = <double*> malloc(max(self.T, 1) * sizeof(double))
-        self.stage_n = <double*> malloc(max(self.T, 1) * sizeof(double))
         self.code_logw = <double*> malloc(self.n * sizeof(double))
         self.sm_points = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
         self.sm_list = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
@@ -439,24 +421,9 @@ cdef class MallowsChain:
         self.sm_sums = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
-                or self.local == NULL or self.st_local == NULL or self.unranked == NULL
-                or self.proposal == NULL or self.placed == NULL or self.taken == NULL
-                or self.rho == NULL or self.weight == NULL or self.preceded == NULL
-                or self.sums == NULL or self.stage_n == NULL or self.code_logw == NULL):
+                or self.taken == NULL or self.code_logw == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
-        for j in range(self.n):
-            self.local[j] = -1
-        # the sequential parameter updates work in the chain's own buffers
-        self.work.local = self.local
-        self.work.st_local = self.st_local
-        self.work.unranked = self.unranked
-        self.work.proposal = self.proposal
-        self.work.placed = self.placed
-        self.work.rho = self.rho
-        self.work.weight = self.weight
-        self.work.preceded = self.preceded
-        self.work.sums = self.sums
-        self.work.stage_n = self.stage_n
+        work_allocate(&self.work, self.n, self.T)
         if beta_gibbs:
             self._make_ladders()
         self._grow(max(2 * init_clusters, 16))
@@ -469,7 +436,6 @@ cdef class MallowsChain:
                 self._initialise(n_init)
 
     def __dealloc__(self):
-        statistics_free(&self.st)
         work_free(&self.work)
         if self.works != NULL:
             for j in range(self.n_works):
@@ -486,10 +452,7 @@ cdef class MallowsChain:
         free(self.ladder_a); free(self.ladder_b)
         free(self.log_prob); free(self.code); free(self.old_code)
         free(self.score_cache); free(self.cache_valid); free(self.repeats_previous)
-        free(self.members); free(self.local)
-        free(self.st_local); free(self.unranked); free(self.proposal)
-        free(self.placed); free(self.taken); free(self.rho); free(self.weight)
-        free(self.preceded); free(self.sums); free(self.stage_n); free(self.code_logw)
+        free(self.members); free(self.taken); free(self.code_logw)
         free(self.sm_points); free(self.sm_list); free(self.sm_side)
         free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
         free(self.sm_sums); free(self.sm_counts)
@@ -734,13 +697,13 @@ cdef class MallowsChain:
         m = 0
         for k in range(self.n):
             if not self.taken[k]:
-                self.unranked[m] = k
+                self.work.unranked[m] = k
                 m += 1
         for r in range(self.n):
             if sig[r] < 0:
                 slot = uniform_index(self.rng, m)
-                sig[r] = self.unranked[slot]
-                self.unranked[slot] = self.unranked[m - 1]
+                sig[r] = self.work.unranked[slot]
+                self.work.unranked[slot] = self.work.unranked[m - 1]
                 m -= 1
 
     cdef intp_t _draw_code(self, intp_t top) noexcept nogil:
@@ -885,10 +848,9 @@ cdef class MallowsChain:
         cdef double* scratch
         cdef double* u
         cdef double* logw
-        cdef double value
         cdef intp_t* row_items      # (T,) each item's row of item_position
         cdef intp_t* code           # (T,)
-        cdef intp_t j, l, t, p, code_j
+        cdef intp_t j, t
         cdef const intp_t* X = &self.X[0, 0]
         cdef const intp_t* lengths = &self.lengths[0]
         cdef intp_t* labels = &self.labels[0]
@@ -938,20 +900,12 @@ cdef class MallowsChain:
                 if precedes(anchor_priority[c], anchor_row[c], u[0], i):
                     # gm_log_density with the positions read item-major: the
                     # row's t items' rows of item_position stay in cache across
-                    # the clusters (codes_one's loop, the same sums in the same
-                    # order)
+                    # the clusters
                     for j in range(t):
                         code[j] = by_item[row_items[j] + c]
-                    value = -log_norm[c * (T + 1) + t]
-                    for j in range(t - 1, -1, -1):
-                        p = code[j]
-                        code_j = p
-                        for l in range(j):
-                            code_j = code_j - (code[l] < p)
-                        code[j] = code_j
-                    for j in range(t):
-                        value = value - theta[c * T + j] * code[j]
-                    logw[k] = log_pi[c] + value
+                    codes_from_positions(code, t)
+                    logw[k] = log_pi[c] + gm_from_codes(
+                        code, t, theta + c * T, log_norm + c * (T + 1))
                 else:
                     logw[k] = -INFINITY
             new_labels[i] = active[draw_index(logw, K, u[1])]
@@ -1042,8 +996,6 @@ cdef class MallowsChain:
         if n_threads <= self.n_works:
             return 0
         self.works = <ClusterWork*> grow_array(self.works, n_threads * sizeof(ClusterWork))
-        for t in range(self.n_works, n_threads):
-            memset(&self.works[t], 0, sizeof(ClusterWork))
         for t in range(self.n_works, n_threads):
             self.n_works = t + 1   # freed by __dealloc__ even if the next one fails
             work_allocate(&self.works[t], self.n, self.T)
@@ -1235,26 +1187,25 @@ cdef class MallowsChain:
         cdef double* th = self.sm_theta + k * self.T
         cdef double* sums = self.sm_sums + k * self.T
         cdef double* counts = self.sm_counts + k * self.T
-        statistics_build(&self.st, &self.X[0, 0], self.T, points, m, self.n, self.local)
-        D = self.st.n_ranked
+        cdef ClusterWork* w = &self.work
+        statistics_build(&w.st, &self.X[0, 0], self.T, points, m, self.n, w.local)
+        D = w.st.n_ranked
         for j in range(self.T):
             counts[j] = 0.0
             for d in range(D):
-                counts[j] += self.st.counts[d * self.T + j]
+                counts[j] += w.st.counts[d * self.T + j]
         weighted_statistics(
-            D, self.T, self.st.counts, self.st.n_pairs, self.st.pair_first,
-            self.st.pair_second, self.st.pair_stage, self.st.pair_count, theta_ref,
-            self.weight, self.preceded,
+            D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first, w.st.pair_second,
+            w.st.pair_stage, w.st.pair_count, theta_ref, w.weight, w.preceded,
         )
-        log_q = stagewise(self.n, D, self.st.items, self.weight, self.preceded,
+        log_q = stagewise(self.n, D, w.st.items, w.weight, w.preceded,
                           NULL if how == PROPOSE_EVALUATE else self.rng, sig, &log_z,
-                          self.st_local, self.rho, self.placed, self.unranked)
+                          w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
         stage_sums(
-            D, self.T, self.st.items, self.st.counts, self.st.n_pairs,
-            self.st.pair_first, self.st.pair_second, self.st.pair_stage,
-            self.st.pair_count, pos, sums,
+            D, self.T, w.st.items, w.st.counts, w.st.n_pairs, w.st.pair_first,
+            w.st.pair_second, w.st.pair_stage, w.st.pair_count, pos, sums,
         )
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]

@@ -63,9 +63,11 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     n_chains : int, default=2
         Independent chains; their draws are pooled.
     n_jobs : int, default=None
-        Chains run in parallel threads, this many at once; None means as many as
-        the cores OpenMP may use, at most ``n_chains`` (see
-        :class:`DPGaussianClustering`). The draws do not depend on it.
+        Chains run at once, in threads (the sweeps release the GIL). None means
+        as many as the cores OpenMP may use (``OMP_NUM_THREADS`` or threadpoolctl
+        limit them), at most ``n_chains``; -1 means all processors; a joblib
+        context may decide instead (user guide, :ref:`parallel_chains`). The
+        draws do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Pass an int for reproducible output across multiple function calls.
         See :term:`Glossary <random_state>`.

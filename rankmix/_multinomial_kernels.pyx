@@ -134,6 +134,11 @@ cdef void state_move(const DM* p, double* s, const Rows* x, intp_t i, double sig
     s[STATE_COUNT] += sign
     s[S_TOTAL] += sign * x.totals[i]
     s[S_COEF] += sign * x.coefs[i]
+    set_log_weight(p, s)
+
+
+cdef inline void set_log_weight(const DM* p, double* s) noexcept nogil:
+    """s[S_LOG_WEIGHT] <- log n + lgamma(A + T) (-inf if n = 0), from s's n and T."""
     if s[STATE_COUNT] > 0:
         s[S_LOG_WEIGHT] = log(s[STATE_COUNT]) + lg_total(p, <intp_t> s[S_TOTAL])
     else:
@@ -417,10 +422,7 @@ cdef int _moments_state(void* context, const double* moments, double* state) noe
             log_gamma += (lg_feature(p, v, <intp_t> moments[S_COUNTS + v])
                           - lg_feature(p, v, 0))
     state[S_LOG_GAMMA] = log_gamma
-    if state[STATE_COUNT] > 0:
-        state[S_LOG_WEIGHT] = log(state[STATE_COUNT]) + lg_total(p, <intp_t> state[S_TOTAL])
-    else:
-        state[S_LOG_WEIGHT] = -INFINITY
+    set_log_weight(p, state)
     return 0
 
 
