@@ -44,6 +44,12 @@ normaliser, so that a row costs one triangular product, O(d^2 / 2):
 
     log N(x | mu, Sigma) = -d / 2 log(2 pi) + sum_j log C_jj - |C^T (x - mu)|^2 / 2.
 
+C is kept by rows (row j, C_j0 .. C_jj, at j * d), so that z = C^T y is built as
+z[:j + 1] += C[j, :j + 1] y_j for j = 0..d-1: an update of independent entries,
+which the compiler runs in SIMD lanes, where a dot product per entry of z is a
+chain of dependent additions it may not reorder. Each z_k still sums its terms
+in the order j = k..d-1, as the dot product did, so the value is the same.
+
 The precision is drawn by Bartlett's decomposition: Sigma^{-1} ~ Wishart(Psi_n^{-1},
 nu_n) is L^{-T} A A^T L^{-1} with L L^T = Psi_n (the state's factor), A lower
 triangular, A_jj^2 ~ chi^2(nu_n - j) (j = 0..d-1) and A_ij ~ N(0, 1) below the
@@ -909,6 +915,12 @@ cdef int _niw_draw_params(void* context, const double* state, bitgen_t* rng,
         log_det += log(C[i * d + i])
     for j in range(d):
         mu[j] += mean[j]
+    # C by rows for ``_niw_log_likelihood`` (module docstring): row j at C + j * d
+    for k in range(d):
+        for j in range(k + 1, d):
+            s = C[k * d + j]
+            C[k * d + j] = C[j * d + k]
+            C[j * d + k] = s
     params[d + d * d] = -0.5 * d * log(2.0 * M_PI) + log_det
     return 0
 
@@ -921,22 +933,51 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
     cdef const double* x = c.X + point * d
     cdef const double* mu = params
     cdef const double* C = params + d
-    cdef const double* col
-    cdef double q = 0.0, z
+    cdef const double *r0
+    cdef const double *r1
+    cdef const double *r2
+    cdef const double *r3
+    cdef double* z = work
+    cdef double q = 0.0, y, y0, y1, y2, y3, t
     if not c.p.full:
         for j in range(d):
-            z = (x[j] - mu[j]) * C[j]
-            q += z * z
+            y = (x[j] - mu[j]) * C[j]
+            q += y * y
         return params[2 * d] - 0.5 * q
-    for j in range(d):
-        work[j] = x[j] - mu[j]
     for k in range(d):
-        # (C^T y)_k = sum_{j >= k} C_jk y_j, down column k
-        col = C + k * d
-        z = 0.0
-        for j in range(k, d):
-            z += col[j] * work[j]
-        q += z * z
+        z[k] = 0.0
+    j = 0
+    while j + 4 <= d:
+        # four rows of C at once: z[k] loaded and stored once per four terms, added
+        # in the same order (j, j + 1, j + 2, j + 3) as one row at a time
+        y0 = x[j] - mu[j]
+        y1 = x[j + 1] - mu[j + 1]
+        y2 = x[j + 2] - mu[j + 2]
+        y3 = x[j + 3] - mu[j + 3]
+        r0 = C + j * d
+        r1 = r0 + d
+        r2 = r1 + d
+        r3 = r2 + d
+        for k in range(j + 1):
+            t = z[k]
+            t = t + r0[k] * y0
+            t = t + r1[k] * y1
+            t = t + r2[k] * y2
+            t = t + r3[k] * y3
+            z[k] = t
+        # the triangle's corner: z[j + 1 .. j + 3] from rows j + 1 .. j + 3
+        z[j + 1] = z[j + 1] + r1[j + 1] * y1 + r2[j + 1] * y2 + r3[j + 1] * y3
+        z[j + 2] = z[j + 2] + r2[j + 2] * y2 + r3[j + 2] * y3
+        z[j + 3] = z[j + 3] + r3[j + 3] * y3
+        j += 4
+    while j < d:
+        y0 = x[j] - mu[j]
+        r0 = C + j * d
+        for k in range(j + 1):
+            z[k] = z[k] + r0[k] * y0
+        j += 1
+    for k in range(d):
+        q += z[k] * z[k]
     return params[d + d * d] - 0.5 * q
 
 
