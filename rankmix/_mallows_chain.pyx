@@ -32,7 +32,7 @@ import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, exp, expm1, lgamma, log
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -282,8 +282,14 @@ cdef class MallowsChain:
     cdef double* log_pi        # (capacity,) log of the unnormalised weight pi_c
     cdef double* anchor_priority  # (capacity,)
     cdef intp_t* anchor_row    # (capacity,)
-    cdef double* thread_scratch   # per thread: 4 uniforms, K + 1 log weights, 2 T
+    cdef double* thread_scratch   # per thread: the label step's (_parallel_labels)
     cdef size_t thread_scratch_size
+    # the label step's tables, by active index a (_parallel_labels): the position of
+    # each item in sigma (n, K), theta (T, K) and the log normalisers (T + 1, K)
+    cdef int32_t* label_position
+    cdef double* label_theta
+    cdef double* label_norm
+    cdef size_t label_tables_size    # K for which they are allocated
 
     # cluster slots
     cdef Slots slots           # which slots hold clusters (see _slots.pxd)
@@ -291,7 +297,6 @@ cdef class MallowsChain:
     cdef double* log_size      # (capacity,) log of size, kept in step with it
     cdef intp_t* sigma         # (capacity, n)
     cdef intp_t* position      # (capacity, n) inverse of sigma
-    cdef intp_t* item_position # sub-cluster: (n, capacity) the same, item-major
     cdef double* theta         # (capacity, T)
     cdef double* log_norm      # (capacity, T + 1) cumulative log psi_{n-1-j}(theta_j)
     cdef double* code_sum      # (capacity, T) Beta-Gibbs: S_j(sigma) of the members
@@ -457,24 +462,16 @@ cdef class MallowsChain:
         free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
         free(self.sm_sums); free(self.sm_counts)
         free(self.new_labels); free(self.log_pi); free(self.anchor_priority)
-        free(self.anchor_row); free(self.thread_scratch); free(self.item_position)
+        free(self.anchor_row); free(self.thread_scratch); free(self.label_position)
+        free(self.label_theta); free(self.label_norm)
 
     # -- slots ---------------------------------------------------------------
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """Reallocate every per-slot array for ``capacity`` slots."""
-        cdef intp_t c, item, old = self.slots.capacity
-        cdef intp_t* by_item
+        cdef intp_t c, old = self.slots.capacity
         if capacity <= old:
             return 0
-        if self.subcluster:
-            # item-major, so a new capacity is a new layout
-            by_item = <intp_t*> grow_array(NULL, capacity * self.n * sizeof(intp_t))
-            for item in range(self.n):
-                for c in range(old):
-                    by_item[item * capacity + c] = self.item_position[item * old + c]
-            free(self.item_position)
-            self.item_position = by_item
         self.size = <intp_t*> grow_array(self.size, capacity * sizeof(intp_t))
         self.log_size = <double*> grow_array(self.log_size, capacity * sizeof(double))
         self.sigma = <intp_t*> grow_array(self.sigma, capacity * self.n * sizeof(intp_t))
@@ -532,9 +529,6 @@ cdef class MallowsChain:
         self.cache_valid[c] = 0
         for r in range(self.n):
             pos[sig[r]] = r
-        if self.subcluster:
-            for r in range(self.n):
-                self.item_position[sig[r] * self.slots.capacity + c] = r
         norm[0] = 0.0
         for j in range(self.T):
             norm[j + 1] = norm[j] + log_psi(self.n - 1 - j, th[j])
@@ -820,6 +814,32 @@ cdef class MallowsChain:
             )
         return 0
 
+    cdef int _label_tables(self) except -1 nogil:
+        """The label step's tables, cluster-minor: for active cluster a, the position
+        of item v in its sigma at ``label_position[v * K + a]`` (int32: n < 2^31),
+        theta_aj at ``label_theta[j * K + a]`` and its cumulative log normaliser to
+        stage j at ``label_norm[j * K + a]``. O(K (n + T)) a sweep, against the
+        step's O(N K t^2): built afresh, not kept in step with every update."""
+        cdef intp_t a, c, j, v, K = self.slots.n_active, n = self.n, T = self.T
+        cdef const intp_t* pos
+        if <size_t> K > self.label_tables_size:
+            self.label_position = <int32_t*> grow_array(
+                self.label_position, K * n * sizeof(int32_t))
+            self.label_theta = <double*> grow_array(self.label_theta, K * T * sizeof(double))
+            self.label_norm = <double*> grow_array(
+                self.label_norm, K * (T + 1) * sizeof(double))
+            self.label_tables_size = K
+        for a in range(K):
+            c = self.slots.active[a]
+            pos = self.position + c * n
+            for v in range(n):
+                self.label_position[v * K + a] = <int32_t> pos[v]
+            for j in range(T):
+                self.label_theta[j * K + a] = self.theta[c * T + j]
+            for j in range(T + 1):
+                self.label_norm[j * K + a] = self.log_norm[c * (T + 1) + j]
+        return 0
+
     cdef int _parallel_labels(self, uint64_t sweep, bint free=False) except -1 nogil:
         """The anchored parallel label step (``_restricted.pxd``), exact.
 
@@ -838,44 +858,51 @@ cdef class MallowsChain:
         label yet (-1): every row draws from every cluster (the sampled start's
         step, which may empty a cluster).
         """
-        cdef intp_t a, c, i, k, tid
-        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
-        cdef intp_t n = self.n, capacity = self.slots.capacity
+        cdef intp_t a, c, i, j, k, t, tid
+        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T, n = self.n
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
-        cdef size_t stride = 4 + (K + 1) + 2 * T   # doubles per thread
+        # per thread: u (4), log weights (K + 1), the row's items' offsets (T, as
+        # intp_t in doubles' room: both are 8 bytes), its log densities (K) and one
+        # stage's codes (K int32, in (K + 1) // 2 doubles)
+        cdef size_t stride = 4 + (K + 1) + T + K + (K + 1) // 2
         cdef double* scratch
         cdef double* u
         cdef double* logw
-        cdef intp_t* row_items      # (T,) each item's row of item_position
-        cdef intp_t* code           # (T,)
-        cdef intp_t j, t
+        cdef intp_t* row_items
+        cdef double* value
+        cdef int32_t* code
+        cdef const int32_t* p_j
+        cdef const int32_t* p_k
+        cdef const double* th_j
         cdef const intp_t* X = &self.X[0, 0]
         cdef const intp_t* lengths = &self.lengths[0]
         cdef intp_t* labels = &self.labels[0]
         cdef intp_t* new_labels = self.new_labels
         cdef const intp_t* active = self.slots.active
-        cdef const intp_t* by_item = self.item_position
-        cdef const double* theta = self.theta
-        cdef const double* log_norm = self.log_norm
         cdef const double* log_pi = self.log_pi
         cdef const double* anchor_priority = self.anchor_priority
         cdef const intp_t* anchor_row = self.anchor_row
         cdef const uint64_t* key = self.key
+        cdef const int32_t* by_item
+        cdef const double* stage_theta
+        cdef const double* stage_norm
 
         for a in range(K):
             c = active[a]
             self.log_pi[c] = log(random_standard_gamma(self.rng, <double> self.size[c]))
         if free:
-            for c in range(capacity):
+            for c in range(self.slots.capacity):
                 self.anchor_priority[c] = -1.0
                 self.anchor_row[c] = -1
         else:
-            find_anchors(key, sweep, labels, N, capacity, self.anchor_priority,
-                         self.anchor_row)
-        # per thread: u (4), log weights (K + 1), the row's items' offsets and
-        # codes (2 T, stored as intp_t in doubles' room: both are 8 bytes)
+            find_anchors(key, sweep, labels, N, self.slots.capacity,
+                         self.anchor_priority, self.anchor_row)
+        self._label_tables()
+        by_item = self.label_position
+        stage_theta = self.label_theta
+        stage_norm = self.label_norm
         if n_threads * stride > self.thread_scratch_size:
             self.thread_scratch = <double*> grow_array(
                 self.thread_scratch, n_threads * stride * sizeof(double))
@@ -886,7 +913,8 @@ cdef class MallowsChain:
             u = scratch + tid * stride
             logw = u + 4
             row_items = <intp_t*> (logw + K + 1)
-            code = row_items + T
+            value = logw + K + 1 + T
+            code = <int32_t*> (value + K)
             c = labels[i]
             if c >= 0 and anchor_row[c] == i:
                 new_labels[i] = c
@@ -894,20 +922,31 @@ cdef class MallowsChain:
             row_draws(key, i, sweep, PURPOSE_LABEL, u)
             t = lengths[i]
             for j in range(t):
-                row_items[j] = X[i * T + j] * capacity
-            for k in range(K):
-                c = active[k]
+                row_items[j] = X[i * T + j] * K
+            # log GM(x_i | sigma_a, theta_a) for every cluster a at once, stage by
+            # stage: the loops run over the clusters, in SIMD lanes. Stage j's code
+            # is x_j's position in sigma_a less the earlier items placed before it
+            # (codes_from_positions), and the terms are subtracted in gm_from_codes'
+            # order, so each value is that of gm_log_density to the bit.
+            for a in range(K):
+                value[a] = -stage_norm[t * K + a]
+            for j in range(t):
+                p_j = by_item + row_items[j]
+                for a in range(K):
+                    code[a] = p_j[a]
+                for k in range(j):
+                    p_k = by_item + row_items[k]
+                    for a in range(K):
+                        code[a] -= p_k[a] < p_j[a]
+                th_j = stage_theta + j * K
+                for a in range(K):
+                    value[a] -= th_j[a] * code[a]
+            for a in range(K):
+                c = active[a]
                 if precedes(anchor_priority[c], anchor_row[c], u[0], i):
-                    # gm_log_density with the positions read item-major: the
-                    # row's t items' rows of item_position stay in cache across
-                    # the clusters
-                    for j in range(t):
-                        code[j] = by_item[row_items[j] + c]
-                    codes_from_positions(code, t)
-                    logw[k] = log_pi[c] + gm_from_codes(
-                        code, t, theta + c * T, log_norm + c * (T + 1))
+                    logw[a] = log_pi[c] + value[a]
                 else:
-                    logw[k] = -INFINITY
+                    logw[a] = -INFINITY
             new_labels[i] = active[draw_index(logw, K, u[1])]
         memcpy(labels, new_labels, N * sizeof(intp_t))
         for a in range(K):
