@@ -391,6 +391,8 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double* scratch             # per thread: the label step's or a scan's
     cdef intp_t scratch_size
     cdef double* moments_scratch     # per thread: two moments blocks
+    cdef intp_t* run_start           # (blocks + 1,) a state's runs of rows, by block
+    cdef double* run_moments         # (blocks, M) their moments (_state_of)
     # launch; arrays indexed by k, the position in ``launch_rows`` (and ``side``,
     # the base's (N,) array, likewise: 1 for i's side)
     cdef intp_t* launch_rows         # (N,) S less i and j, in increasing order
@@ -443,6 +445,10 @@ cdef class SubclusterChain(CollapsedChain):
             self.thread_tables[t] = (<Family> copy).c
         self.moments_scratch = <double*> grow_array(
             NULL, self.n_tables * 2 * max(self.M, 1) * sizeof(double))
+        n_blocks = family.n_points // self.row_block + 1
+        self.run_start = <intp_t*> grow_array(NULL, (n_blocks + 1) * sizeof(intp_t))
+        self.run_moments = <double*> grow_array(
+            NULL, n_blocks * max(self.M, 1) * sizeof(double))
         # the rows' Philox key, before the start (whose label step uses it)
         keys = np.random.Generator(getattr(bit_generator, "bit_generator", bit_generator)
                                    ).integers(0, 2**64, size=2, dtype=np.uint64)
@@ -471,6 +477,7 @@ cdef class SubclusterChain(CollapsedChain):
         free(self.params); free(self.log_pi)
         free(self.anchor_priority); free(self.anchor_row)
         free(self.new_labels); free(self.scratch); free(self.moments_scratch)
+        free(self.run_start); free(self.run_moments)
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
         free(self.thread_tables); free(self.rebuild_status); free(self.singleton_rows)
@@ -553,12 +560,39 @@ cdef class SubclusterChain(CollapsedChain):
                     else np.empty(0, np.intp), np.zeros(n, np.intp), 1,
                     self.row_block), dtype=np.float64)
                 status = self._state_from_partials(partials, 0, state)
-        else:
+        elif n < PARALLEL_LAUNCH_ROWS or self._n_threads(n) == 1:
             status = blocked_state(&self.f, state, points, n, self.row_block,
                                    self.moments_scratch, self.moments_scratch + self.M)
+        else:
+            status = self._runs_state(state, points, n)
         if status < 0:
             self._fail()
         return 0
+
+    cdef int _runs_state(self, double* state, const intp_t* points, intp_t n) noexcept nogil:
+        """``blocked_state`` with the runs' moments computed in parallel (each by
+        one thread, in its own family table) and merged in block order, as
+        ``fold_runs`` merges them: the same state to the bit."""
+        cdef intp_t r, tid, n_runs = 0, M = self.M, row_block = self.row_block
+        cdef intp_t n_threads = min(self._n_threads(n), self.n_tables)
+        cdef intp_t* start = self.run_start
+        cdef double* part = self.run_moments
+        cdef ConjugateFamily* tables = self.thread_tables
+        start[0] = 0
+        for r in range(1, n):
+            if points[r] // row_block != points[r - 1] // row_block:
+                n_runs += 1
+                start[n_runs] = r
+        n_runs += 1
+        start[n_runs] = n
+        for r in prange(n_runs, schedule="dynamic", num_threads=n_threads):
+            tid = threadid()
+            tables[tid].moments(tables[tid].segments.context, points + start[r],
+                                start[r + 1] - start[r], part + r * M)
+        self.moments_scratch[0] = 0.0
+        for r in range(n_runs):
+            self.f.moments_merge(self.f.segments.context, self.moments_scratch, part + r * M)
+        return self.f.moments_state(self.f.segments.context, self.moments_scratch, state)
 
     cdef int _state_from_partials(self, double[:, :, ::1] partials, intp_t group,
                                   double* state) except? -1:

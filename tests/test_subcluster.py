@@ -21,6 +21,7 @@ from rankmix._gaussian_kernels import NIWModel
 from rankmix._isotropic_kernels import IsotropicModel
 from rankmix._multinomial_kernels import DirichletMultinomial
 from rankmix._rng import _philox_wrapper
+from rankmix import _subcluster_chain
 from rankmix._subcluster_chain import SubclusterChain, openmp_threads
 
 
@@ -111,6 +112,26 @@ def test_draws_do_not_depend_on_the_number_of_threads(covariance_type):
     assert_array_equal(fits[0].trace_["log_joint"], fits[1].trace_["log_joint"])
     # it did split (from one cluster) and merge proposals were made
     assert fits[0].trace_["n_clusters"][0, -1] >= 3
+
+
+def test_states_from_many_row_blocks_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # blocks of 256 rows: a launch's side of 2,048 rows or more spans several
+    # blocks, whose moments two threads compute apart and merge in block order
+    # (one thread folds them in turn); the states, and so the draws, agree
+    monkeypatch.setattr(_subcluster_chain, "ROW_BLOCK", 256)
+    X, _ = _blobs(5000, 3, 3, seed=1)
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                fits.append(DPGaussianClustering(
+                    sampler="subcluster", n_iter=8, burn_in=2, n_chains=1,
+                    init="random", init_clusters=1, random_state=5,
+                ).fit(X))
+    assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
+    assert_array_equal(fits[0].trace_["log_joint"], fits[1].trace_["log_joint"])
+    assert fits[0].trace_["n_clusters"][0, -1] >= 2
 
 
 def test_multinomial_draws_do_not_depend_on_the_number_of_threads():
