@@ -38,7 +38,7 @@ from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from ._kernels cimport (
-    Statistics, codes_from_positions, codes_one, intp_t, log_psi, mh_sigma,
+    Statistics, codes_one, intp_t, log_psi, mh_sigma,
     row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
     theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
@@ -859,7 +859,7 @@ cdef class MallowsChain:
         step, which may empty a cluster).
         """
         cdef intp_t a, c, i, j, k, t, tid
-        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T, n = self.n
+        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
@@ -885,7 +885,7 @@ cdef class MallowsChain:
         cdef const double* anchor_priority = self.anchor_priority
         cdef const intp_t* anchor_row = self.anchor_row
         cdef const uint64_t* key = self.key
-        cdef const int32_t* by_item
+        cdef const int32_t* positions
         cdef const double* stage_theta
         cdef const double* stage_norm
 
@@ -900,7 +900,7 @@ cdef class MallowsChain:
             find_anchors(key, sweep, labels, N, self.slots.capacity,
                          self.anchor_priority, self.anchor_row)
         self._label_tables()
-        by_item = self.label_position
+        positions = self.label_position
         stage_theta = self.label_theta
         stage_norm = self.label_norm
         if n_threads * stride > self.thread_scratch_size:
@@ -931,11 +931,11 @@ cdef class MallowsChain:
             for a in range(K):
                 value[a] = -stage_norm[t * K + a]
             for j in range(t):
-                p_j = by_item + row_items[j]
+                p_j = positions + row_items[j]
                 for a in range(K):
                     code[a] = p_j[a]
                 for k in range(j):
-                    p_k = by_item + row_items[k]
+                    p_k = positions + row_items[k]
                     for a in range(K):
                         code[a] -= p_k[a] < p_j[a]
                 th_j = stage_theta + j * K
