@@ -51,10 +51,11 @@ def configurations(extra):
     if "alpha_prior" in accepted:
         found["alpha_prior=(1, 1)"] = {"alpha_prior": (1.0, 1.0)}
     if "n_split_merge" in accepted:
-        found["split-merge"] = {"n_split_merge": max(accepted["n_split_merge"], 1)}
+        # one proposal a sweep where the default sampler runs none ("auto": 0)
+        found["split-merge"] = {"n_split_merge": 1}
         if "alpha_prior" in accepted:
             found["split-merge + alpha_prior"] = {
-                "n_split_merge": max(accepted["n_split_merge"], 1),
+                "n_split_merge": 1,
                 "alpha_prior": (1.0, 1.0),
             }
     if extra:

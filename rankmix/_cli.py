@@ -20,20 +20,18 @@ import numpy as np
 from . import __version__
 from ._cli_common import (
     SAMPLERS,
-    SUBCLUSTER_SPLIT_MERGE,
     InputError,
     fit_model,
     n_clusters_per_draw,
     plural,
     posterior_n_clusters,
     print_warnings,
-    sampler_parameters,
 )
 from ._cli_read import is_preflib, parse_delimiter, read_rankings
 from ._demo import add_parser as add_demo_parser
 from ._demo import run_demo
 from ._diagnostics import RHAT_THRESHOLD, rhat
-from ._mallows import DPMallowsClustering
+from ._mallows import SUBCLUSTER_SPLIT_MERGE, DPMallowsClustering
 
 # The name in usage lines and errors when it cannot be told from sys.argv[0].
 DEFAULT_PROG = "python -m rankmix"
@@ -559,7 +557,7 @@ def _run_fit(args):
     model = DPMallowsClustering(
         alpha=args.alpha,
         nu=args.nu,
-        **sampler_parameters(args.sampler),
+        sampler=args.sampler,
         n_items=len(names),
         n_iter=args.n_iter,
         burn_in=burn_in,

@@ -10,16 +10,6 @@ import numpy as np
 
 # The --sampler choices, DPMallowsClustering's samplers.
 SAMPLERS = ("beta-gibbs", "slice-gibbs", "subcluster")
-# Split-merge proposals per sweep with --sampler subcluster: its splits are its
-# only source of new clusters, so it cannot run with the estimator's default 0.
-SUBCLUSTER_SPLIT_MERGE = 10
-
-
-def sampler_parameters(sampler):
-    """DPMallowsClustering's parameters for a ``--sampler`` choice."""
-    if sampler == "subcluster":
-        return {"sampler": sampler, "n_split_merge": SUBCLUSTER_SPLIT_MERGE}
-    return {"sampler": sampler}
 
 
 class InputError(Exception):

@@ -18,7 +18,6 @@ from ._cli_common import (
     fit_model,
     posterior_n_clusters,
     print_warnings,
-    sampler_parameters,
 )
 from ._gaussian import DPGaussianClustering
 from ._mallows import DPMallowsClustering
@@ -111,7 +110,7 @@ def run_demo(args):
 
     burn_in = args.n_iter // 2
     model = DPMallowsClustering(
-        **sampler_parameters(args.sampler),
+        sampler=args.sampler,
         n_iter=args.n_iter,
         burn_in=burn_in,
         n_chains=2,

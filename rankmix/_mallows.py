@@ -26,6 +26,10 @@ from ._validation import (
     ranking_lengths,
 )
 
+# Split-merge proposals per sweep of sampler="subcluster" with n_split_merge="auto"
+# (DPGaussianClustering's default)
+SUBCLUSTER_SPLIT_MERGE = 10
+
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     """Cluster top-t rankings with a Dirichlet-process mixture of Mallows models.
@@ -58,7 +62,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         the labels at once, in parallel, given the clusters' parameters and
         weights (the restricted step of Chang & Fisher 2013, made exact by
         anchors, see Notes); new clusters then come from the split-merge moves
-        only, so it requires ``n_split_merge >= 1``. With ``sigma_update="mh"``
+        only, so it requires ``n_split_merge >= 1`` (``"auto"`` gives 10), and by
+        default it starts from one cluster (``init="auto"``). With ``sigma_update="mh"``
         it is an exact MCMC for the model. The label step runs on all cores
         through OpenMP, limited by ``OMP_NUM_THREADS`` or
         ``threadpoolctl.threadpool_limits(user_api="openmp")``; its draws come
@@ -73,21 +78,26 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         Rounds of (sigma | theta, theta | sigma) per cluster and sweep (T_Gibbs).
     n_slices : int, default=3
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
-    init : {"sequential", "random"}, default="sequential"
-        How each chain starts. ``"sequential"``: sequential prediction (Liang
-        et al. 2007, sec. 5.1), the rankings added one at a time in a random
-        order, each drawn into a cluster given the rankings before it by the
-        assignment step (the cost of one sweep). ``"random"``: each ranking
-        uniformly in one of ``init_clusters`` clusters. Random clusters are
-        blends of the true ones, which Gibbs sweeps take long to take apart: on
-        Meila & Chen's data sets 3 and 4 (5,000 rankings of 20 items) the
-        sequential start was within VI 0.15 of the truth before the first
-        sweep, where random starts still missed VI 0.01 after 100 sweeps. With
-        ``sampler="subcluster"`` sequential prediction runs on a random sample
-        of at most 4,096 rankings, and every ranking is then drawn into one of
-        the sample's clusters given their parameters, in parallel (the chain
-        creates clusters by splits only, and a pass over many rankings at a
-        large ``alpha`` opens thousands that its merges rarely close).
+    init : {"auto", "sequential", "random"}, default="auto"
+        How each chain starts. ``"auto"``: ``"sequential"`` for the Gibbs
+        samplers; for ``"subcluster"``, one cluster holding every ranking, which
+        its splits take apart (as Chang & Fisher's sampler starts). ``"sequential"``:
+        sequential prediction (Liang et al. 2007, sec. 5.1), the rankings added
+        one at a time in a random order, each drawn into a cluster given the
+        rankings before it by the assignment step (the cost of one sweep).
+        ``"random"``: each ranking uniformly in one of ``init_clusters``
+        clusters. Random clusters are blends of the true ones, which Gibbs
+        sweeps take long to take apart: on Meila & Chen's data sets 3 and 4
+        (5,000 rankings of 20 items) the sequential start was within VI 0.15 of
+        the truth before the first sweep, where random starts still missed VI
+        0.01 after 100 sweeps. With ``sampler="subcluster"`` sequential
+        prediction runs on a random sample of at most 4,096 rankings, and every
+        ranking is then drawn into one of the sample's clusters given their
+        parameters, in parallel. It opens too many clusters for that sampler,
+        whose merges of a cluster's fragments are rarely accepted: on 3,000
+        rankings of 10 Mallows clusters (20 items, top 10) it began with 478
+        clusters and held 456 to 470 after 60 sweeps (ARI 0.76 to 0.79), where
+        from one cluster the splits found the 10 within 10 sweeps (ARI 0.999).
     init_clusters : int, default=20
         Size of the random initial clustering (``init="random"`` only).
     alpha_prior : tuple (shape, rate), default=None
@@ -95,16 +105,17 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         resampled every sweep (Escobar & West 1995) and traced as
         ``trace_["alpha"]``. None keeps alpha fixed. ``(shape + n_samples) /
         rate`` must stay below 1e300, the reach of the draws.
-    n_split_merge : int, default=0
+    n_split_merge : int or "auto", default="auto"
         Split-merge proposals per sweep, after the parameter updates; 0 turns
         them off (not allowed with ``sampler="subcluster"``, whose clusters
-        only split-merge creates). Each is an exact Metropolis-Hastings step
+        only split-merge creates). ``"auto"``: 10 for ``"subcluster"``, 0 for
+        the Gibbs samplers. Each is an exact Metropolis-Hastings step
         for the clustering and the clusters' (sigma, theta) (see Notes), which
         moves many rankings at once: it joins the halves of a split cluster
         that single-site Gibbs merges only slowly. Each proposal costs about a
-        fifth of a default sweep on 5,000 rankings of 20 items (2 ms at t = 10,
-        3 ms at t = 19), so it is off by default; 1 to 3 pay off where Gibbs
-        leaves split clusters behind.
+        fifth of a Gibbs sweep on 5,000 rankings of 20 items (2 ms at t = 10,
+        3 ms at t = 19), so the Gibbs samplers run without them by default; 1
+        to 3 pay off where Gibbs leaves split clusters behind.
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -301,6 +312,12 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         "init_clusters": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "n_items": [Interval(Integral, 1, None, closed="left"), None],
         **SHARED_MOVE_CONSTRAINTS,
+        # "auto": what suits the sampler (the docstring, _start and _split_merges)
+        "n_split_merge": [
+            *SHARED_MOVE_CONSTRAINTS["n_split_merge"],
+            StrOptions({"auto"}),
+        ],
+        "init": [StrOptions({"auto", "sequential", "random"})],
     }
 
     def __init__(
@@ -313,10 +330,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         sigma_update="mh",
         n_gibbs=10,
         n_slices=3,
-        init="sequential",
+        init="auto",
         init_clusters=20,
         alpha_prior=None,
-        n_split_merge=0,
+        n_split_merge="auto",
         n_items=None,
         n_iter=200,
         burn_in=100,
@@ -476,7 +493,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     def _prepare(self, X, space=None):
         # Columns that only pad would add stages without data; rows of weight 0
         # (space) count towards the stages and items, as if given by n_items.
-        if self.sampler == "subcluster" and self.n_split_merge == 0:
+        if self.sampler == "subcluster" and self._split_merges() == 0:
             raise ValueError(
                 "sampler='subcluster' with n_split_merge=0 would never create a "
                 "cluster (its label step only moves rankings between the existing "
@@ -530,6 +547,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         # More initial clusters than rankings only sizes slot arrays for nothing
         # (2 * init_clusters slots are allocated up front).
         init_clusters = min(self.init_clusters, X.shape[0])
+        if self.init == "auto" and self.sampler == "subcluster":
+            init_clusters = 1  # one cluster, which the splits take apart
 
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine passes the bit generator, the last positional
@@ -547,10 +566,24 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             n_slices,
             init_clusters,
             alpha_prior=self._alpha_prior,
-            n_split_merge=self.n_split_merge,
-            sequential_init=self.init == "sequential",
+            n_split_merge=self._split_merges(),
+            sequential_init=self._start() == "sequential",
             subcluster=self.sampler == "subcluster",
         )
+
+    def _split_merges(self):
+        """``n_split_merge``, "auto" resolved: 10 for "subcluster", whose splits
+        are its only source of new clusters; 0 (off) for the Gibbs samplers."""
+        if self.n_split_merge == "auto":
+            return SUBCLUSTER_SPLIT_MERGE if self.sampler == "subcluster" else 0
+        return self.n_split_merge
+
+    def _start(self):
+        """``init``, "auto" resolved: "random" (with ``init_clusters`` 1, see
+        ``_chain_factory``) for "subcluster", "sequential" for the others."""
+        if self.init == "auto":
+            return "random" if self.sampler == "subcluster" else "sequential"
+        return self.init
 
     def _check_new_data(self, X):
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)

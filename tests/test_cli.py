@@ -419,7 +419,7 @@ def test_fit(rankings_file, capsys):
 
 def test_fit_subcluster_sampler(rankings_file, capsys, monkeypatch):
     # --sampler subcluster runs the parallel sampler with the split-merge
-    # proposals it needs (the estimator's default of none would be refused)
+    # proposals it needs (the estimator's n_split_merge="auto")
     from rankmix import _cli
 
     fitted = []
@@ -432,7 +432,9 @@ def test_fit_subcluster_sampler(rankings_file, capsys, monkeypatch):
     )
     assert code == 0
     assert sum(printed_sizes(out)) == N_GROUPS
-    assert fitted[0].sampler == "subcluster" and fitted[0].n_split_merge == 10
+    assert fitted[0].sampler == "subcluster"
+    proposed = fitted[0]._moves["split_merge_proposed"]
+    assert np.all(proposed == 10)
 
 
 def test_fit_top(rankings_file, capsys):

@@ -15,13 +15,12 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from rankmix import DPGaussianClustering, DPMultinomialClustering
+from rankmix import DPGaussianClustering, DPMultinomialClustering, _subcluster_chain
 from rankmix._family import Family
 from rankmix._gaussian_kernels import NIWModel
 from rankmix._isotropic_kernels import IsotropicModel
 from rankmix._multinomial_kernels import DirichletMultinomial
 from rankmix._rng import _philox_wrapper
-from rankmix import _subcluster_chain
 from rankmix._subcluster_chain import SubclusterChain, openmp_threads
 
 
@@ -114,7 +113,7 @@ def test_draws_do_not_depend_on_the_number_of_threads(covariance_type):
     assert fits[0].trace_["n_clusters"][0, -1] >= 3
 
 
-def test_states_from_many_row_blocks_do_not_depend_on_the_number_of_threads(monkeypatch):
+def test_states_from_many_row_blocks_do_not_depend_on_the_threads(monkeypatch):
     # blocks of 256 rows: a launch's side of 2,048 rows or more spans several
     # blocks, whose moments two threads compute apart and merge in block order
     # (one thread folds them in turn); the states, and so the draws, agree
