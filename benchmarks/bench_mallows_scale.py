@@ -170,12 +170,16 @@ def one_config(args):
         r=1.0,
         sampler=args.one_config,
         sigma_update="mh",
-        # the sequential start for every sampler, "subcluster" included (whose
-        # init="auto" starts from one cluster): the sub-cluster figures time
-        # sweeps over the start's 703 clusters, as they did before "auto"
-        init="sequential",
+        # the sequential start for the Gibbs samplers; for "subcluster" the
+        # start of --subcluster-start: "sequential" (about 700 clusters, the
+        # figures of before init="auto") or the estimator's default, "auto"
+        # (one cluster, 10 split-merge proposals a sweep)
+        init=args.subcluster_start if args.one_config == "subcluster" else "sequential",
         init_clusters=args.init_clusters,
-        n_split_merge=1 if args.one_config == "subcluster" else 0,
+        n_split_merge=(
+            0 if args.one_config != "subcluster"
+            else "auto" if args.subcluster_start == "auto" else 1
+        ),
         n_chains=1,
         n_jobs=1,
     )
@@ -306,6 +310,14 @@ def main():
         "these numbers of OpenMP threads (threadpoolctl), the median over "
         "--repeats runs of the same chain",
     )
+    parser.add_argument(
+        "--subcluster-start",
+        choices=["sequential", "auto"],
+        default="sequential",
+        help="the sub-cluster chain's start: sequential prediction on a sample "
+        "(n_split_merge=1), or the estimator's defaults init='auto' and "
+        "n_split_merge='auto' (one cluster, 10 proposals a sweep)",
+    )
     # internal: the child processes
     parser.add_argument("--generate", metavar="FILE.npz", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -363,6 +375,8 @@ def main():
             str(args.n_warmup),
             "--n-iter",
             str(args.n_iter),
+            "--subcluster-start",
+            args.subcluster_start,
             "--centre-n-rankings",
             str(args.centre_n_rankings),
         ]
@@ -444,14 +458,19 @@ def main():
             print(f"{'':<12} (VmHWM {max(hwm) / 1024:.0f} MiB)")
     if subcluster_runs:
         print()
+        start = (
+            "init='sequential', n_split_merge=1"
+            if args.subcluster_start == "sequential"
+            else "init='auto', n_split_merge='auto': one cluster, 10 proposals"
+        )
         print(
-            "sampler='subcluster' (n_split_merge=1, sigma_update='mh'), one chain; "
+            f"sampler='subcluster' ({start}, sigma_update='mh'), one chain; "
             f"s/sweep: median over {args.repeats} run(s) of each run's median timed "
             "sweep"
         )
         header = (
             f"{'threads':>7} {'s/sweep median':>14} {'runs':>26} {'K end':>6} "
-            f"{'speed-up':>8}"
+            f"{'VI end':>7} {'speed-up':>8}"
         )
         print(header)
         print("-" * len(header))
@@ -463,7 +482,8 @@ def main():
             runs_text = ", ".join(f"{s:.3f}" for s in per_run)
             print(
                 f"{n_threads:>7} {per_sweep:14.3f} {runs_text:>26} "
-                f"{results[0]['n_clusters'][-1]:>6} {first / per_sweep:8.2f}"
+                f"{results[0]['n_clusters'][-1]:>6} {results[0]['vi']:7.3f} "
+                f"{first / per_sweep:8.2f}"
             )
     print()
     print(

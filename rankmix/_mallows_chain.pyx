@@ -87,6 +87,9 @@ cdef intp_t N_LAUNCH_SCANS = 2
 # fewer, starting and joining the threads costs more than the rows (a busy core
 # makes each join wait for a time slice). The draws do not depend on it.
 cdef intp_t MIN_ROWS_PER_THREAD = 128
+# a sub-cluster launch's scan computes its rankings' densities on the threads
+# from this many rankings (fewer are not worth waking them for)
+cdef intp_t PARALLEL_SCAN_ROWS = 2048
 
 
 cdef inline double gm_log_density(
@@ -345,6 +348,9 @@ cdef class MallowsChain:
     cdef double* sm_norm       # (SM_SETS, T + 1) cumulative log psi_{n-1-j}
     cdef double* sm_sums       # (SM_SETS, T) S_j(sigma) of the set's members
     cdef double* sm_counts     # (SM_SETS, T) N_j of the set's members
+    cdef double* sm_gm         # sub-cluster: (2, N) S's log GM under launch A and B
+    cdef intp_t* sm_codes      # sub-cluster: (threads, T) their scratch
+    cdef intp_t sm_codes_threads
 
     def __cinit__(self):
         memset(&self.work, 0, sizeof(ClusterWork))   # so that work_free may run
@@ -425,6 +431,8 @@ cdef class MallowsChain:
         self.sm_norm = <double*> grow_array(NULL, SM_SETS * (self.T + 1) * sizeof(double))
         self.sm_sums = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
+        if subcluster:
+            self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
                 or self.taken == NULL or self.code_logw == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
@@ -460,7 +468,7 @@ cdef class MallowsChain:
         free(self.members); free(self.taken); free(self.code_logw)
         free(self.sm_points); free(self.sm_list); free(self.sm_side)
         free(self.sm_sigma); free(self.sm_pos); free(self.sm_theta); free(self.sm_norm)
-        free(self.sm_sums); free(self.sm_counts)
+        free(self.sm_sums); free(self.sm_counts); free(self.sm_gm); free(self.sm_codes)
         free(self.new_labels); free(self.log_pi); free(self.anchor_priority)
         free(self.anchor_row); free(self.thread_scratch); free(self.label_position)
         free(self.label_theta); free(self.label_norm)
@@ -1289,11 +1297,16 @@ cdef class MallowsChain:
         n_A(-k) GM(pi_k | launch A), else with j, given the others' current sides
         and the launch parameters. With ``forced_a`` >= 0 nothing is drawn: k goes
         with i iff it is in slot ``forced_a``. Returns the log-probability of the
-        sides taken.
+        sides taken. The sub-cluster chain computes the GM densities, which do not
+        depend on the sides, first and on the threads (``_launch_densities``);
+        the scan then reads them, so its draws are the same.
         """
         cdef intp_t r, k, n_a = 1, n_b = 1
         cdef double la, lb, log_a, log_b, log_q = 0.0
         cdef bint to_a
+        cdef bint ahead = self.subcluster and m >= PARALLEL_SCAN_ROWS
+        if ahead:
+            self._launch_densities(m)
         for r in range(m):
             if self.sm_side[self.sm_points[r]]:
                 n_a += 1
@@ -1305,12 +1318,18 @@ cdef class MallowsChain:
                 n_a -= 1
             else:
                 n_b -= 1
-            la = log(<double> n_a) + self._gm_at(
-                k, self.sm_pos + SM_LAUNCH_A * self.n, self.sm_theta + SM_LAUNCH_A * self.T,
-                self.sm_norm + SM_LAUNCH_A * (self.T + 1))
-            lb = log(<double> n_b) + self._gm_at(
-                k, self.sm_pos + SM_LAUNCH_B * self.n, self.sm_theta + SM_LAUNCH_B * self.T,
-                self.sm_norm + SM_LAUNCH_B * (self.T + 1))
+            if ahead:
+                la = log(<double> n_a) + self.sm_gm[r]
+                lb = log(<double> n_b) + self.sm_gm[self.N + r]
+            else:
+                la = log(<double> n_a) + self._gm_at(
+                    k, self.sm_pos + SM_LAUNCH_A * self.n,
+                    self.sm_theta + SM_LAUNCH_A * self.T,
+                    self.sm_norm + SM_LAUNCH_A * (self.T + 1))
+                lb = log(<double> n_b) + self._gm_at(
+                    k, self.sm_pos + SM_LAUNCH_B * self.n,
+                    self.sm_theta + SM_LAUNCH_B * self.T,
+                    self.sm_norm + SM_LAUNCH_B * (self.T + 1))
             log_pair(la, lb, &log_a, &log_b)
             if forced_a >= 0:
                 to_a = self.labels[k] == forced_a
@@ -1323,6 +1342,36 @@ cdef class MallowsChain:
             else:
                 n_b += 1
         return log_q
+
+    cdef int _launch_densities(self, intp_t m) except -1 nogil:
+        """sm_gm: log GM(pi_k | launch A) and (| launch B) of S's m rankings, in
+        S's order, on the threads (the label step's number for m rows)."""
+        cdef intp_t r, k, tid, T = self.T, N = self.N
+        cdef int n_threads = max(1, min(max_threads(), m // MIN_ROWS_PER_THREAD))
+        cdef intp_t* code
+        cdef const intp_t* X = &self.X[0, 0]
+        cdef const intp_t* lengths = &self.lengths[0]
+        cdef const intp_t* points = self.sm_points
+        cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * self.n
+        cdef const intp_t* pos_b = self.sm_pos + SM_LAUNCH_B * self.n
+        cdef const double* th_a = self.sm_theta + SM_LAUNCH_A * T
+        cdef const double* th_b = self.sm_theta + SM_LAUNCH_B * T
+        cdef const double* norm_a = self.sm_norm + SM_LAUNCH_A * (T + 1)
+        cdef const double* norm_b = self.sm_norm + SM_LAUNCH_B * (T + 1)
+        cdef double* gm = self.sm_gm
+        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
+            n_threads = self.thread_cap
+        if n_threads > self.sm_codes_threads:
+            self.sm_codes = <intp_t*> grow_array(
+                self.sm_codes, n_threads * max(T, 1) * sizeof(intp_t))
+            self.sm_codes_threads = n_threads
+        for r in prange(m, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            code = self.sm_codes + tid * T
+            k = points[r]
+            gm[r] = gm_log_density(X + k * T, lengths[k], pos_a, th_a, norm_a, code)
+            gm[N + r] = gm_log_density(X + k * T, lengths[k], pos_b, th_b, norm_b, code)
+        return 0
 
     cdef void _anchor_positions(self, intp_t i, intp_t k) noexcept nogil:
         """sm_pos of set k: pi_i's items first, in its order, then the others by id."""
