@@ -88,8 +88,9 @@ cdef intp_t N_LAUNCH_SCANS = 2
 # makes each join wait for a time slice). The draws do not depend on it.
 cdef intp_t MIN_ROWS_PER_THREAD = 128
 # a sub-cluster launch's scan computes its rankings' densities on the threads
-# from this many rankings (fewer are not worth waking them for)
-cdef intp_t PARALLEL_SCAN_ROWS = 2048
+# from this many rankings (fewer are not worth waking them for); read by each
+# chain when it is made (a test sets it to compare with the sequential scan)
+PARALLEL_SCAN_ROWS = 2048
 
 
 cdef inline double gm_log_density(
@@ -351,6 +352,7 @@ cdef class MallowsChain:
     cdef double* sm_gm         # sub-cluster: (2, N) S's log GM under launch A and B
     cdef intp_t* sm_codes      # sub-cluster: (threads, T) their scratch
     cdef intp_t sm_codes_threads
+    cdef intp_t parallel_scan_rows  # PARALLEL_SCAN_ROWS when the chain was made
 
     def __cinit__(self):
         memset(&self.work, 0, sizeof(ClusterWork))   # so that work_free may run
@@ -433,6 +435,7 @@ cdef class MallowsChain:
         self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         if subcluster:
             self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
+            self.parallel_scan_rows = max(1, PARALLEL_SCAN_ROWS)
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
                 or self.taken == NULL or self.code_logw == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
@@ -1304,7 +1307,7 @@ cdef class MallowsChain:
         cdef intp_t r, k, n_a = 1, n_b = 1
         cdef double la, lb, log_a, log_b, log_q = 0.0
         cdef bint to_a
-        cdef bint ahead = self.subcluster and m >= PARALLEL_SCAN_ROWS
+        cdef bint ahead = self.subcluster and m >= self.parallel_scan_rows
         if ahead:
             self._launch_densities(m)
         for r in range(m):

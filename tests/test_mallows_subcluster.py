@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from rankmix import DPMallowsClustering, _subcluster_chain
+from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
 from rankmix.datasets import make_mallows_mixture
 
 from . import _dp_reference as dpref
@@ -103,6 +103,33 @@ def test_draws_do_not_depend_on_the_number_of_threads():
             assert_array_equal(model.trace_[name], trace)
     # the label step moved rankings: the chain is not frozen at its start
     assert len({tuple(labels) for labels in fits[0].label_samples_}) > 1
+
+
+def test_large_launches_match_the_sequential_scan(monkeypatch):
+    # from one cluster of 4,500 rankings the first splits launch over 2,048
+    # rankings or more, whose densities the threads compute before the scan
+    # reads them: the same chains for 1 and 2 threads as the scan that computes
+    # each density in turn (the threshold out of reach), and splits accepted
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=1500, n_items=10, t=4, theta=1.0, random_state=1
+    )
+
+    def fit(n_threads):
+        with threadpool_limits(n_threads, user_api="openmp"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                return DPMallowsClustering(
+                    sampler="subcluster", n_iter=4, burn_in=1, n_chains=1,
+                    random_state=0,
+                ).fit(X)
+
+    fits = [fit(1), fit(2)]
+    monkeypatch.setattr(_mallows_chain, "PARALLEL_SCAN_ROWS", 10**9)
+    in_turn = fit(2)
+    for model in fits:
+        assert_array_equal(model.label_samples_, in_turn.label_samples_)
+        assert_array_equal(model.trace_["log_joint"], in_turn.trace_["log_joint"])
+    assert in_turn.trace_["n_clusters"][0, -1] >= 2
 
 
 def test_sequential_start_from_a_sample(monkeypatch):
