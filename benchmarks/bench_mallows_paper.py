@@ -152,7 +152,7 @@ def main():
         "--samplers",
         nargs="+",
         default=["beta-gibbs", "slice-gibbs"],
-        choices=["beta-gibbs", "slice-gibbs"],
+        choices=["beta-gibbs", "slice-gibbs", "subcluster"],
     )
     parser.add_argument("--sigma-update", default="mh", choices=["mh", "stagewise"])
     parser.add_argument(
@@ -174,13 +174,18 @@ def main():
         help="size of the random initial clustering (try 1 vs 20)",
     )
     parser.add_argument(
-        "--init", default="sequential", choices=["sequential", "random"]
+        "--init",
+        default="auto",
+        choices=["auto", "sequential", "random"],
+        help="the estimator's init ('auto': sequential for the Gibbs samplers, "
+        "one cluster for subcluster)",
     )
     parser.add_argument(
         "--n-split-merge",
-        type=int,
-        default=0,
-        help="split-merge proposals per sweep (0: none)",
+        type=lambda value: value if value == "auto" else int(value),
+        default="auto",
+        help="split-merge proposals per sweep (0: none; 'auto': the estimator's, "
+        "0 for the Gibbs samplers, 10 for subcluster)",
     )
     parser.add_argument(
         "--replicates",

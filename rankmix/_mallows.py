@@ -234,7 +234,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     to i's or j's side by a few restricted Gibbs scans; a final scan gives the
     split. Each new cluster's sigma is drawn from the stagewise proposal of the
     MH sigma step, given its members and a launch theta, and its theta from the
-    exact conditional given sigma (density (10), normalised by quadrature). The
+    exact conditional given sigma (density (10), normalised by quadrature);
+    except that, by a fair coin drawn with the pair, i's cluster may keep its
+    own (sigma, theta) (a split then draws j's side's only, a merge gives the
+    union i's cluster's). On a cluster of thousands of rankings the stagewise
+    proposal and the exact conditional of sigma are both sharp, at different
+    rankings, so the move that draws every cluster's parameters is almost never
+    accepted there and the one that keeps them is. The
     acceptance ratio holds the model's ratio, alpha Gamma(n_A) Gamma(n_B) /
     Gamma(n_C) times the clusters' P0(sigma, theta) prod GM, and every proposal
     density: the allocation's, the new parameters', and the reverse move's
