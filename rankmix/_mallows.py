@@ -550,11 +550,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         beta_gibbs = self.sampler == "beta-gibbs"
         use_mh = self.sigma_update == "mh"
         n_gibbs, n_slices = self.n_gibbs, self.n_slices
-        # More initial clusters than rankings only sizes slot arrays for nothing
-        # (2 * init_clusters slots are allocated up front).
-        init_clusters = min(self.init_clusters, X.shape[0])
-        if self.init == "auto" and self.sampler == "subcluster":
-            init_clusters = 1  # one cluster, which the splits take apart
+        sequential_init, init_clusters = self._start(X.shape[0])
 
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine passes the bit generator, the last positional
@@ -573,7 +569,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             init_clusters,
             alpha_prior=self._alpha_prior,
             n_split_merge=self._split_merges(),
-            sequential_init=self._start() == "sequential",
+            sequential_init=sequential_init,
             subcluster=self.sampler == "subcluster",
         )
 
@@ -584,12 +580,15 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             return SUBCLUSTER_SPLIT_MERGE if self.sampler == "subcluster" else 0
         return self.n_split_merge
 
-    def _start(self):
-        """``init``, "auto" resolved: "random" (with ``init_clusters`` 1, see
-        ``_chain_factory``) for "subcluster", "sequential" for the others."""
-        if self.init == "auto":
-            return "random" if self.sampler == "subcluster" else "sequential"
-        return self.init
+    def _start(self, n_samples):
+        """``(sequential_init, init_clusters)`` of the chains, ``init="auto"``
+        resolved: one cluster, which the splits take apart, for "subcluster";
+        the sequential start for the others."""
+        if self.init == "auto" and self.sampler == "subcluster":
+            return False, 1
+        # more initial clusters than rankings only sizes slot arrays for nothing
+        # (2 * init_clusters slots are allocated up front)
+        return self.init != "random", min(self.init_clusters, n_samples)
 
     def _check_new_data(self, X):
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)

@@ -104,6 +104,15 @@ cdef inline double gm_log_density(
     return gm_from_codes(code, t, th, norm)
 
 
+cdef inline void statistics_stage_sums(
+    const Statistics* st, intp_t T, const intp_t* pos, double* out,
+) noexcept nogil:
+    """``out`` (T,) <- S_j(sigma) of the rankings ``st`` summarises, sigma given by
+    its inverse ``pos``: ``stage_sums`` on the statistics' fields."""
+    stage_sums(st.n_ranked, T, st.items, st.counts, st.n_pairs, st.pair_first,
+               st.pair_second, st.pair_stage, st.pair_count, pos, out)
+
+
 cdef inline double gm_from_codes(
     const intp_t* code, intp_t t, const double* th, const double* norm,
 ) noexcept nogil:
@@ -1085,10 +1094,7 @@ cdef class MallowsChain:
                           &log_z, w.st_local, w.rho, w.placed, w.unranked)
             for j in range(self.n):
                 pos[sig[j]] = j
-            stage_sums(
-                D, self.T, w.st.items, w.st.counts, w.st.n_pairs, w.st.pair_first,
-                w.st.pair_second, w.st.pair_stage, w.st.pair_count, pos, w.sums,
-            )
+            statistics_stage_sums(&w.st, self.T, pos, w.sums)
             if self.beta_gibbs:   # sequential only: the chain's stream
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = w.sums[j]
@@ -1248,10 +1254,7 @@ cdef class MallowsChain:
                           w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
-        stage_sums(
-            D, self.T, w.st.items, w.st.counts, w.st.n_pairs, w.st.pair_first,
-            w.st.pair_second, w.st.pair_stage, w.st.pair_count, pos, sums,
-        )
+        statistics_stage_sums(&w.st, self.T, pos, sums)
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]
             b = self.nu + counts[j]
@@ -1288,17 +1291,12 @@ cdef class MallowsChain:
         """Parameter set k <- slot c's (sigma, theta), with its stage sums and
         counts over ``points[:m]``; returns its ``_set_log_score``: the cluster of
         those points with c's parameters."""
-        cdef ClusterWork* w = &self.work
-        cdef intp_t D
         self._copy_slot(c, k)
         memcpy(self.sm_pos + k * self.n, self.position + c * self.n,
                self.n * sizeof(intp_t))
-        D = self._set_statistics(points, m, k)
-        stage_sums(
-            D, self.T, w.st.items, w.st.counts, w.st.n_pairs, w.st.pair_first,
-            w.st.pair_second, w.st.pair_stage, w.st.pair_count,
-            self.sm_pos + k * self.n, self.sm_sums + k * self.T,
-        )
+        self._set_statistics(points, m, k)
+        statistics_stage_sums(&self.work.st, self.T, self.sm_pos + k * self.n,
+                              self.sm_sums + k * self.T)
         self._fill_norm(k)
         return self._set_log_score(k)
 
