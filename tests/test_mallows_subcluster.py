@@ -9,12 +9,12 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
-from threadpoolctl import threadpool_limits
 
 from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
 from rankmix.datasets import make_mallows_mixture
 
 from . import _dp_reference as dpref
+from ._threads import fit_on_threads
 from .test_dp_mallows import TINY_N_ITEMS, TINY_X
 
 
@@ -80,22 +80,22 @@ def test_draws_do_not_depend_on_the_number_of_threads():
         theta=1.0,
         random_state=0,
     )
-    fits = []
-    for n_threads in (1, 2, 3):
-        with threadpool_limits(n_threads, user_api="openmp"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fits.append(
-                    _subcluster(
-                        n_iter=12,
-                        burn_in=4,
-                        n_chains=2,
-                        n_jobs=1,  # one chain at a time: each gets every thread
-                        n_split_merge=2,
-                        alpha_prior=(1.0, 1.0),
-                        random_state=3,
-                    ).fit(X)
-                )
+    fits = [
+        fit_on_threads(
+            _subcluster(
+                n_iter=12,
+                burn_in=4,
+                n_chains=2,
+                n_jobs=1,  # one chain at a time: each gets every thread
+                n_split_merge=2,
+                alpha_prior=(1.0, 1.0),
+                random_state=3,
+            ),
+            X,
+            n_threads,
+        )
+        for n_threads in (1, 2, 3)
+    ]
     for model in fits[1:]:
         assert_array_equal(model.label_samples_, fits[0].label_samples_)
         assert fits[0].trace_.keys() == model.trace_.keys()
@@ -115,13 +115,10 @@ def test_large_launches_match_the_sequential_scan(monkeypatch):
     )
 
     def fit(n_threads):
-        with threadpool_limits(n_threads, user_api="openmp"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                return DPMallowsClustering(
-                    sampler="subcluster", n_iter=4, burn_in=1, n_chains=1,
-                    random_state=0,
-                ).fit(X)
+        model = DPMallowsClustering(
+            sampler="subcluster", n_iter=4, burn_in=1, n_chains=1, random_state=0
+        )
+        return fit_on_threads(model, X, n_threads)
 
     fits = [fit(1), fit(2)]
     monkeypatch.setattr(_mallows_chain, "PARALLEL_SCAN_ROWS", 10**9)
@@ -144,17 +141,17 @@ def test_sequential_start_from_a_sample(monkeypatch):
     )
     aris = []
     for seed in range(4):
-        fits = []
-        for n_threads in (1, 2):
-            with threadpool_limits(n_threads, user_api="openmp"):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    fits.append(
-                        _subcluster(
-                            n_iter=1, burn_in=0, thin=1, n_chains=1,
-                            init="sequential", random_state=seed,
-                        ).fit(X)
-                    )
+        fits = [
+            fit_on_threads(
+                _subcluster(
+                    n_iter=1, burn_in=0, thin=1, n_chains=1,
+                    init="sequential", random_state=seed,
+                ),
+                X,
+                n_threads,
+            )
+            for n_threads in (1, 2)
+        ]
         assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
         aris.append(adjusted_rand_score(y, fits[0].label_samples_[0]))
     assert np.median(aris) > 0.9

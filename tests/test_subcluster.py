@@ -13,7 +13,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from rankmix import DPGaussianClustering, DPMultinomialClustering, _subcluster_chain
 from rankmix._family import Family
@@ -22,6 +21,8 @@ from rankmix._isotropic_kernels import IsotropicModel
 from rankmix._multinomial_kernels import DirichletMultinomial
 from rankmix._rng import _philox_wrapper
 from rankmix._subcluster_chain import SubclusterChain, openmp_threads
+
+from ._threads import fit_on_threads
 
 
 def test_philox_is_numpys():
@@ -91,10 +92,9 @@ def test_draws_do_not_depend_on_the_number_of_threads(covariance_type):
     # 5,000 rows: the label step splits them between the threads, and a launch
     # of 2,048 rows or more runs in parallel too
     X, _ = _blobs(5000, 3, 3)
-    fits = []
-    for threads in (1, 2):
-        with threadpool_limits(threads, user_api="openmp"):
-            model = DPGaussianClustering(
+    fits = [
+        fit_on_threads(
+            DPGaussianClustering(
                 sampler="subcluster",
                 covariance_type=covariance_type,
                 n_iter=12,
@@ -103,10 +103,12 @@ def test_draws_do_not_depend_on_the_number_of_threads(covariance_type):
                 init="random",
                 init_clusters=1,
                 random_state=3,
-            )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fits.append(model.fit(X))
+            ),
+            X,
+            threads,
+        )
+        for threads in (1, 2)
+    ]
     assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
     assert_array_equal(fits[0].trace_["log_joint"], fits[1].trace_["log_joint"])
     # it did split (from one cluster) and merge proposals were made
@@ -119,15 +121,17 @@ def test_states_from_many_row_blocks_do_not_depend_on_the_threads(monkeypatch):
     # (one thread folds them in turn); the states, and so the draws, agree
     monkeypatch.setattr(_subcluster_chain, "ROW_BLOCK", 256)
     X, _ = _blobs(5000, 3, 3, seed=1)
-    fits = []
-    for threads in (1, 2):
-        with threadpool_limits(threads, user_api="openmp"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fits.append(DPGaussianClustering(
-                    sampler="subcluster", n_iter=8, burn_in=2, n_chains=1,
-                    init="random", init_clusters=1, random_state=5,
-                ).fit(X))
+    fits = [
+        fit_on_threads(
+            DPGaussianClustering(
+                sampler="subcluster", n_iter=8, burn_in=2, n_chains=1,
+                init="random", init_clusters=1, random_state=5,
+            ),
+            X,
+            threads,
+        )
+        for threads in (1, 2)
+    ]
     assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
     assert_array_equal(fits[0].trace_["log_joint"], fits[1].trace_["log_joint"])
     assert fits[0].trace_["n_clusters"][0, -1] >= 2
@@ -140,17 +144,16 @@ def test_multinomial_draws_do_not_depend_on_the_number_of_threads():
     X = sparse.csr_matrix(
         np.array([rng.multinomial(40, profiles[k]) for k in y]), dtype=np.int64
     )
-    fits = []
-    for threads in (1, 2):
-        with threadpool_limits(threads, user_api="openmp"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fits.append(
-                    DPMultinomialClustering(
-                        sampler="subcluster", n_iter=8, burn_in=2, n_chains=1,
-                        random_state=0,
-                    ).fit(X)
-                )
+    fits = [
+        fit_on_threads(
+            DPMultinomialClustering(
+                sampler="subcluster", n_iter=8, burn_in=2, n_chains=1, random_state=0
+            ),
+            X,
+            threads,
+        )
+        for threads in (1, 2)
+    ]
     assert_array_equal(fits[0].label_samples_, fits[1].label_samples_)
 
 
