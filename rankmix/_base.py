@@ -16,8 +16,14 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from ._diagnostics import convergence_summary
-from ._distributed import is_dask_array
-from ._engine import Posterior, extend_posterior, point_estimate, run_chains
+from ._distributed import DaskRows, is_dask_array
+from ._engine import (
+    Posterior,
+    extend_posterior,
+    point_estimate,
+    run_chains,
+    whole_draw_indices,
+)
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
 from ._validation import INTP_MAX
@@ -100,7 +106,16 @@ class BaseDPMixture(
     ``_check_new_data``, ``_sample_components`` and ``_sample_new_clusters``.
 
     A draw's parameters are a tuple whose last element is the cluster sizes.
+
+    A model whose draws are large may keep most of them trimmed (see
+    ``_draw_trimmer``): the predictive methods then average over the whole draws
+    (``_predictive_draws``), at most ``_predictive_draws_kept`` of them, and a
+    method that needs a trimmed draw whole has it rebuilt (``_whole_draw``).
     """
+
+    # How many kept draws keep every parameter the predictive reads, when the
+    # model trims the others (``_draw_trimmer``); None: all of them.
+    _predictive_draws_kept = None
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -187,6 +202,52 @@ class BaseDPMixture(
     def _draw_alpha(self, parameters):
         """The DP concentration of one draw (fixed unless the model samples it)."""
         return self.alpha
+
+    def _draw_trimmer(self):
+        """``trim(parameters, whole)`` for the engine (``run_chains``'s
+        ``trim_draw``), or None to keep every draw as the chains give it.
+
+        A model that trims must also say which draws are whole
+        (``_draw_is_whole``) and rebuild the others (``_rebuilt_draw``).
+        """
+        return None
+
+    def _draw_is_whole(self, parameters):
+        """Whether a kept draw holds every parameter the predictive reads."""
+        return True
+
+    def _rebuilt_draw(self, d):
+        """Kept draw d whole, rebuilt from its labels and the training rows."""
+        raise NotImplementedError(f"{type(self).__name__} trims no draw")
+
+    def _whole_draw(self, d):
+        """Kept draw d's parameters with everything the predictive reads."""
+        parameters = self._draws[d]
+        return parameters if self._draw_is_whole(parameters) else self._rebuilt_draw(d)
+
+    def _predictive_draws(self):
+        """Indices of the kept draws the predictive methods average over."""
+        return [d for d, p in enumerate(self._draws) if self._draw_is_whole(p)]
+
+    def _keep_predictive_draws(self):
+        """Trim each chain's whole draws to ``ceil(_predictive_draws_kept /
+        n_chains)`` evenly spaced ones, as the engine does within a run: a warm
+        fit's runs each kept their own, and a fit whose rows are on Dask workers
+        kept them all until the point estimate was chosen (the same draws stay
+        whole as in process)."""
+        trim = self._draw_trimmer()
+        if trim is None or self._predictive_draws_kept is None:
+            return
+        per_chain = -(-self._predictive_draws_kept // self.n_chains)
+        chains = np.array_split(np.arange(len(self._draws)), self.n_chains)
+        keep = set()
+        for draws in chains:
+            whole = [d for d in draws if self._draw_is_whole(self._draws[d])]
+            keep.update(whole[i] for i in whole_draw_indices(len(whole), per_chain))
+        self._draws = [
+            trim(p, False) if d not in keep and self._draw_is_whole(p) else p
+            for d, p in enumerate(self._draws)
+        ]
 
     def _to_data_units(self, posterior):
         """The chains' posterior in the units of the training data.
@@ -316,7 +377,7 @@ class BaseDPMixture(
         self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
         self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
-        best = posterior.parameters[best_draw]
+        best = self._whole_draw(best_draw)
         # intp, as scikit-learn's clusterers give, whatever the draws' dtype
         self.labels_ = posterior.label_samples[best_draw].astype(np.intp)
         self.n_clusters_ = len(best[-1])
@@ -325,6 +386,7 @@ class BaseDPMixture(
         self._describe_clusters(best)
         if counts is not None:
             self._labels_of_given_rows(X_given, counts)
+        self._keep_predictive_draws()
         return self.labels_
 
     def _sample(self, make_chain, chains, sweeps_done, previous, X, X_fit):
@@ -333,6 +395,10 @@ class BaseDPMixture(
         ``X_fit`` is the training data as given to ``fit`` (rows repeated by
         ``sample_weight``), or None when ``previous`` is continued.
         """
+        trim = self._draw_trimmer()
+        # Rows on Dask workers cannot rebuild a trimmed draw in this process: the
+        # draws stay whole until the point estimate is chosen (fit's end trims).
+        whole_draws = None if isinstance(X, DaskRows) else self._predictive_draws_kept
         try:
             new = run_chains(
                 make_chain,
@@ -347,6 +413,8 @@ class BaseDPMixture(
                 chains=chains,
                 sweeps_done=sweeps_done,
                 keep_chains=self.warm_start,
+                trim_draw=trim,
+                whole_draws=whole_draws,
             )
         except FloatingPointError as error:
             # An ArithmeticError from compiled code (a posterior scale matrix
@@ -399,7 +467,8 @@ class BaseDPMixture(
         absent = np.flatnonzero(counts == 0)
         if len(absent):
             X_absent = self._check_new_data(_safe_indexing(X_given, absent))
-            for d, parameters in enumerate(self._draws):
+            for d in range(len(self._draws)):
+                parameters = self._whole_draw(d)
                 log_density = self._component_log_density(X_absent, parameters)
                 samples[d, absent] = (log_density + np.log(parameters[-1])).argmax(1)
         self.label_samples_ = samples
@@ -508,7 +577,9 @@ class BaseDPMixture(
             New samples.
         draws : {"all", "point"}, default="all"
             "all" averages over every kept draw (the posterior predictive, see
-            Notes); "point" uses the point-estimate draw alone, a plug-in
+            Notes; DPGaussianClustering with ``covariance_type="full"`` over
+            about 20 of them, see its Notes); "point" uses the point-estimate
+            draw alone, a plug-in
             estimate ``n_draws_`` times cheaper that ignores the posterior's
             uncertainty about the clusters.
 
@@ -531,7 +602,7 @@ class BaseDPMixture(
             P(c \\mid x) = \\frac{1}{D} \\sum_{d=1}^{D} \\sum_j r^{(d)}_j(x)
             \\frac{|j \\cap c|}{|j|},
 
-        D the number of kept draws. Every cluster of a draw holds training rows,
+        D the number of draws averaged. Every cluster of a draw holds training rows,
         so nothing is lost; in the point-estimate draw each cluster is its own
         match, and ``draws="point"`` is that one term.
 
@@ -555,14 +626,16 @@ class BaseDPMixture(
                 self._best_parameters[-1],
             )
         proba = np.zeros((X.shape[0], self.n_clusters_))
-        for d, parameters in enumerate(self._draws):
+        draws = self._predictive_draws()
+        for d in draws:
+            parameters = self._draws[d]
             proba += (
                 self._responsibilities(
                     self._component_log_density(X, parameters), parameters[-1]
                 )
                 @ self._cluster_shares(d)
             )
-        return proba / len(self._draws)
+        return proba / len(draws)
 
     def predict(self, X, *, draws="all"):
         """The most probable cluster of ``labels_`` for each new sample.
@@ -591,8 +664,9 @@ class BaseDPMixture(
         For every kept draw the predictive is the DP mixture
         ``sum_k n_k / (N + alpha) f_k(x) + alpha / (N + alpha) f_0(x)``, with
         ``f_0`` the prior predictive of a new cluster; the draws' densities are
-        averaged. Each draw's mixture is normalised, so the result is a normalised
-        density whatever the sampler.
+        averaged (DPGaussianClustering with ``covariance_type="full"``: over
+        about 20 of the kept draws, see its Notes). Each draw's mixture is
+        normalised, so the result is a normalised density whatever the sampler.
 
         Parameters
         ----------
@@ -610,7 +684,7 @@ class BaseDPMixture(
         """`score_samples` of validated rows, in batches of rows whose
         (n_draws, batch) table of per-draw densities fits scikit-learn's
         ``working_memory``."""
-        n_rows, n_draws = X.shape[0], len(self._draws)
+        n_rows, n_draws = X.shape[0], len(self._predictive_draws())
         batch = max(1, int(get_config()["working_memory"] * 2**20) // (8 * n_draws))
         out = np.empty(n_rows)
         for rows in gen_batches(n_rows, batch):
@@ -621,20 +695,24 @@ class BaseDPMixture(
     def _log_predictive_per_draw(self, X, training=False):
         """(n_draws, n_samples): log of each kept draw's DP predictive of each row.
 
-        For new rows (``training=False``), row d is
+        For new rows (``training=False``), the draws are the predictive draws
+        (``_predictive_draws``) and row d is
         ``log sum_k n_k / (N + alpha) f_k(x) + alpha / (N + alpha) f_0(x)`` for
         draw d, the densities `score_samples` averages. For the training rows
         (``training=True``, ``X`` the training data) each row is left out of its
         own cluster first: the conditional predictive
-        ``p(x_i | c_-i, X_-i)`` of `to_inference_data` (see its Notes). ``X``
-        is validated already.
+        ``p(x_i | c_-i, X_-i)`` of `to_inference_data` (see its Notes), for
+        every kept draw (trimmed ones rebuilt in turn). ``X`` is validated
+        already.
         """
         log_new_density = self._new_cluster_log_density(X)
         n_rows = X.shape[0]
-        per_draw = np.empty((len(self._draws), n_rows))
+        draws = range(len(self._draws)) if training else self._predictive_draws()
+        per_draw = np.empty((len(draws), n_rows))
         rows = np.arange(n_rows)
         n_others = self._n_train - 1 if training else self._n_train
-        for d, parameters in enumerate(self._draws):
+        for i, d in enumerate(draws):
+            parameters = self._whole_draw(d)
             alpha = self._draw_alpha(parameters)
             sizes = parameters[-1]
             density = self._component_log_density(X, parameters)
@@ -648,7 +726,7 @@ class BaseDPMixture(
                     )
                 # a row alone in its cluster leaves no cluster behind
                 terms[rows, own] = np.where(others > 0, left_out, -np.inf)
-            per_draw[d] = np.logaddexp(
+            per_draw[i] = np.logaddexp(
                 logsumexp(terms, axis=1), np.log(alpha) + log_new_density
             ) - np.log(n_others + alpha)
         return per_draw
@@ -693,8 +771,9 @@ class BaseDPMixture(
             Pass an int for reproducible output across multiple function calls.
         draws : {"all", "point"}, default="all"
             "all": each sample comes from the DP predictive of a kept draw
-            chosen uniformly, new clusters included: the distribution whose
-            log-density is `score_samples`. "point": from the clusters of
+            chosen uniformly (among those `score_samples` averages), new
+            clusters included: the distribution whose log-density is
+            `score_samples`. "point": from the clusters of
             ``labels_`` alone, in proportion to ``weights_`` (a plug-in that
             offers no new cluster).
 
@@ -736,17 +815,17 @@ class BaseDPMixture(
                 rng.choice(self.n_clusters_, size=n_samples, p=self.weights_)
             )
             return self._sample_components(labels, self._best_parameters, rng), labels
-        counts = np.bincount(
-            rng.randint(len(self._draws), size=n_samples), minlength=len(self._draws)
-        )
+        kept = self._predictive_draws()
+        counts = np.bincount(rng.randint(len(kept), size=n_samples), minlength=len(kept))
         samples, labels = [], []
-        for d in np.flatnonzero(counts):
+        for i in np.flatnonzero(counts):
+            d = kept[i]
             parameters = self._draws[d]
             sizes, alpha = parameters[-1], self._draw_alpha(parameters)
             weights = np.append(sizes, alpha) / (self._n_train + alpha)
-            components = np.sort(rng.choice(len(weights), size=counts[d], p=weights))
+            components = np.sort(rng.choice(len(weights), size=counts[i], p=weights))
             old = components[components < len(sizes)]
-            n_new = counts[d] - len(old)
+            n_new = counts[i] - len(old)
             shares = self._cluster_shares(d)
             matched = [rng.choice(self.n_clusters_, p=shares[j]) for j in old]
             if len(old):

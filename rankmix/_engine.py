@@ -10,6 +10,12 @@ builds one compiled chain from a bit generator; a chain object offers
 * ``snapshot()``: ``(labels, *parameters)`` of the current state, labels numbered by
   first appearance.
 
+A model whose draws are large (K x d x d factors) may pass ``trim_draw``, which the
+engine applies to each snapshot as it is kept, so that the kept draws hold what is
+read later and no more: ``trim_draw(parameters, whole)``, ``whole`` true for about
+``whole_draws`` draws of the run evenly spaced in each chain (all of them when
+``whole_draws`` is None).
+
 The engine runs ``n_chains`` chains through joblib threads, each on its own
 ``PCG64`` stream spawned from ``random_state`` before any parallel work, so the draws
 depend on ``random_state`` and never on ``n_jobs`` or the backend. Threads are only
@@ -79,6 +85,8 @@ def run_chains(
     chains=None,
     sweeps_done=0,
     keep_chains=False,
+    trim_draw=None,
+    whole_draws=None,
 ):
     """Run the chains and pool their draws.
 
@@ -110,6 +118,15 @@ def run_chains(
         Return the chain objects in ``Posterior.chains``. They must live in this
         process (the compiled chains do not pickle), so such chains, and chains
         continued, run in threads whatever joblib's backend.
+    trim_draw : callable or None
+        ``trim_draw(parameters, whole)`` gives the parameter tuple to keep of a
+        snapshot: the whole draw when ``whole`` is true, less otherwise. It must
+        pickle when the chains run in other processes. None keeps every snapshot
+        as it is.
+    whole_draws : int or None
+        About how many draws of this run ``trim_draw`` is told to keep whole:
+        ``ceil(whole_draws / n_chains)`` per chain, evenly spaced among its kept
+        draws (see `whole_draw_indices`). None: all of them.
 
     Returns
     -------
@@ -152,6 +169,8 @@ def run_chains(
                 extra_traces,
                 keep_chains,
                 thread_cap,
+                trim_draw,
+                None if whole_draws is None else -(-whole_draws // n_chains),
             )
             for index, start in enumerate(starts)
         )
@@ -226,7 +245,18 @@ def _same(chain):
 
 
 def _run_chain(
-    start, n_iter, burn_in, thin, sweeps_done, index, progress, extra, keep, thread_cap
+    start,
+    n_iter,
+    burn_in,
+    thin,
+    sweeps_done,
+    index,
+    progress,
+    extra,
+    keep,
+    thread_cap,
+    trim_draw=None,
+    whole_draws=None,
 ):
     chain = start()
     if hasattr(chain, "thread_cap"):
@@ -244,6 +274,7 @@ def _run_chain(
     n_kept = n_kept_draws(sweeps_done + n_iter, burn_in, thin) - n_kept_draws(
         sweeps_done, burn_in, thin
     )
+    whole = set(whole_draw_indices(n_kept, whole_draws).tolist())
     for sweep in range(n_iter):
         chain.sweep()
         for name, values in trace.items():
@@ -261,6 +292,8 @@ def _run_chain(
             if kept_labels is None:  # int32 codes: the snapshot's dtype
                 kept_labels = np.empty((n_kept, labels.shape[0]), dtype=labels.dtype)
             kept_labels[len(kept_parameters)] = labels
+            if trim_draw is not None:
+                parameters = trim_draw(parameters, len(kept_parameters) in whole)
             kept_parameters.append(tuple(parameters))
         progress.update(index, sweep, chain.n_clusters, chain.log_joint)
     return ChainResult(
@@ -326,6 +359,16 @@ def chains_at_once(n_jobs, n_chains):
     ):
         return None
     return max(1, min(n_chains, openmp_threads()))
+
+
+def whole_draw_indices(n_draws, n_whole):
+    """``min(n_draws, n_whole)`` indices evenly spaced over ``range(n_draws)``,
+    the first and the last included (all of them when ``n_whole`` is None)."""
+    if n_whole is None or n_draws <= n_whole:
+        return np.arange(n_draws)
+    if n_whole <= 1:
+        return np.arange(min(n_whole, n_draws))
+    return np.unique(np.rint(np.linspace(0, n_draws - 1, n_whole)).astype(np.intp))
 
 
 def n_kept_draws(n_iter, burn_in, thin):

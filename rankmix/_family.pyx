@@ -68,8 +68,9 @@ cdef class Family:
         """Whether the family builds states from block moments (``_family.pxd``)."""
         return self.c.moments_width > 0
 
-    def _blocked_state(self, members, intp_t row_block):
-        """The state of the rows ``members`` (sorted) from block moments (for tests):
+    def blocked_state(self, members, intp_t row_block):
+        """The state of the rows ``members`` (sorted) from block moments, as the
+        sub-cluster chain builds it (a trimmed Gaussian draw is rebuilt so):
         the moments of each run of members within a block of ``row_block`` rows,
         merged in block order."""
         if not self.has_block_moments:

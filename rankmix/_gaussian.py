@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPGaussianClustering: Dirichlet-process mixtures of Gaussians, collapsed MCMC."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -412,6 +413,22 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     the precision, is reported instead; ``"spherical"``: psi_n / (nu_n - 2) if
     nu_n > 2, else psi_n / nu_n.
 
+    Memory of the draws. Each kept draw keeps its clusters' means, sizes and
+    predictive dfs, but no covariances (``covariances_`` is computed for its
+    one draw). With ``"full"``, a draw's predictive factors are K matrices of
+    d x d, so that keeping them all would make the fit's memory grow with
+    d^2 times the number of draws (2 MiB a draw at d = 80, K = 40). Only about
+    20 draws keep them, ceil(20 / n_chains) evenly spaced over each chain's kept
+    draws (the first and the last included), and `score_samples`, `score`,
+    `sample` and ``predict_proba(draws="all")`` average over those (every kept
+    draw when there are fewer). Consecutive
+    draws of a chain are close, so 20 spread over the run give that average to
+    within its Monte Carlo error. The labels and traces of every draw are kept
+    (``label_samples_``, ``trace_``), as are the point-estimate draw's factors.
+    The pointwise log-likelihood of `to_inference_data` reads every draw: a
+    draw without its factors has them rebuilt from the training rows and its
+    labels, O(N d^2) a draw, one draw at a time.
+
     References
     ----------
     R. M. Neal. Markov chain sampling methods for Dirichlet process mixture
@@ -630,7 +647,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         )
 
     def _to_data_units(self, posterior):
-        """Give the draws and the log joint back in the units of X (see _prepare)."""
+        """Give the draws and the log joint back in the units of X (see _prepare).
+
+        The draws come trimmed (``_trim_draw``): what a draw no longer holds is
+        None, and stays so.
+        """
         k = self._scale_exponent
         if k:
             factor_exponent = self._factor_exponent(k)
@@ -638,8 +659,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
                 posterior.parameters = [
                     (
                         np.ldexp(means, k),
-                        np.ldexp(covariances, 2 * k),
-                        np.ldexp(factors, factor_exponent),
+                        _ldexp_kept(covariances, 2 * k),
+                        _ldexp_kept(factors, factor_exponent),
                         *rest,
                     )
                     for means, covariances, factors, *rest in posterior.parameters
@@ -648,7 +669,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             n, d = self._n_train, self.n_features_in_
             posterior.trace["log_joint"] -= k * n * d * np.log(2.0)
         for means, covariances, factors, *_ in posterior.parameters:
-            if not (np.all(np.isfinite(covariances)) and np.all(np.isfinite(factors))):
+            if not all(
+                value is None or np.all(np.isfinite(value))
+                for value in (covariances, factors)
+            ):
                 raise ValueError(
                     "A cluster's posterior covariance overflows double precision: "
                     "mean_prior or covariance_prior is far out of proportion to "
@@ -657,15 +681,53 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
                     "defaults, and standardise X (for example with "
                     "sklearn.preprocessing.StandardScaler)."
                 )
-        if self.covariance_type != "spherical":
-            # The draws are read for their means, predictive factors and dfs
-            # (scoring, prediction, sampling): keep no K x d x d covariances
-            # ("full"; K x d for "diag") nor the known Sigma ("fixed") per draw.
-            # covariances_ rebuilds them for its one draw (_covariances_of).
-            posterior.parameters = [
-                (means, None, *rest) for means, _, *rest in posterior.parameters
-            ]
         return posterior
+
+    @property
+    def _predictive_draws_kept(self):
+        # "full" keeps the K d x d predictive factors of PREDICTIVE_DRAWS draws
+        return PREDICTIVE_DRAWS if self.covariance_type == "full" else None
+
+    def _draw_trimmer(self):
+        return partial(
+            _trim_draw,
+            drop_covariances=self.covariance_type != "spherical",
+            drop_factors=self.covariance_type == "full",
+        )
+
+    def _draw_is_whole(self, parameters):
+        return parameters[2] is not None
+
+    def _rebuilt_draw(self, d):
+        """Kept draw d with its predictive factors, rebuilt from the training rows
+        and the draw's labels.
+
+        Each cluster's state comes from the block moments of its rows, as the
+        sub-cluster chain builds its states (the collapsed chains' running
+        updates agree with it to rounding), in the chain's units, and is
+        described as the chain's snapshot describes it. O(N d^2).
+        """
+        rows = self._X_fit
+        if is_dask_array(rows):  # rows kept on Dask workers: fetched here
+            rows = self._check_new_data(rows.compute())
+        k = self._scale_exponent
+        if k:
+            rows = np.ldexp(rows, -k)
+        model = self._model(rows.shape[0])
+        family = model.family(np.ascontiguousarray(rows, dtype=np.float64))
+        parameters = self._draws[d]
+        labels = self._chain_label_samples[d]
+        members = np.split(
+            np.argsort(labels, kind="stable"),
+            np.cumsum(np.bincount(labels, minlength=len(parameters[-1])))[:-1],
+        )
+        states = np.stack(
+            [family.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK) for rows_of in members]
+        )
+        _, _, factors, _ = _DESCRIBE[self.covariance_type](model, states)
+        with np.errstate(over="ignore", under="ignore"):
+            factors = np.ldexp(factors, self._factor_exponent(k))
+        return (parameters[0], None, factors, *parameters[3:])
 
     def _covariances_of(self, parameters):
         """A draw's ``covariances_`` from what it keeps (see ``_to_data_units``).
@@ -872,6 +934,35 @@ def _check_data_scale(summary, k):
         "with sklearn.preprocessing.StandardScaler; the clustering does not "
         "depend on the scale of X."
     )
+
+
+# With covariance_type="full", how many kept draws keep their K d x d predictive
+# factors: the predictive methods average over these (DPGaussianClustering's Notes).
+PREDICTIVE_DRAWS = 20
+
+
+def _trim_draw(parameters, whole, drop_covariances, drop_factors):
+    """A kept draw as DPGaussianClustering keeps it (the engine's ``trim_draw``).
+
+    The draws are read for their means, predictive factors and dfs (scoring,
+    prediction, sampling): no draw keeps its covariances (K x d x d for "full",
+    K x d for "diag", the known Sigma for "fixed"; ``covariances_`` rebuilds
+    them for its one draw, ``_covariances_of``), and with ``drop_factors``
+    ("full") only a ``whole`` draw keeps its K x d x d predictive factors, so
+    that the memory of a fit does not grow with d^2 x draws.
+    """
+    means, covariances, factors, *rest = parameters
+    return (
+        means,
+        None if drop_covariances else covariances,
+        factors if whole or not drop_factors else None,
+        *rest,
+    )
+
+
+def _ldexp_kept(values, exponent):
+    """``np.ldexp(values, exponent)``, None for a part the draw does not keep."""
+    return None if values is None else np.ldexp(values, exponent)
 
 
 _DESCRIBE = {

@@ -127,11 +127,11 @@ def test_block_moments_give_the_state_of_a_rebuild(kind):
     rebuilt = model.empty_state()
     assert model.rebuild(rebuilt, X[members]) == 0
     for row_block in (1, 7, 32, 1000):
-        blocked = family._blocked_state(members, row_block)
+        blocked = family.blocked_state(members, row_block)
         assert_allclose(blocked, rebuilt, rtol=1e-10, atol=1e-12)
     # an empty set of rows is the prior
     assert_array_equal(
-        family._blocked_state(np.empty(0, np.intp), 4), model.empty_state()
+        family.blocked_state(np.empty(0, np.intp), 4), model.empty_state()
     )
 
 
@@ -145,12 +145,12 @@ def test_count_moments_give_the_state_of_a_rebuild():
     rebuilt = np.empty(model.width)
     family._rebuild(rebuilt, members)
     for row_block in (1, 7, 32, 1000):
-        blocked = family._blocked_state(members, row_block)
+        blocked = family.blocked_state(members, row_block)
         assert_allclose(blocked, rebuilt, rtol=1e-12)
         assert_array_equal(blocked[5:], rebuilt[5:])  # the counts, exactly
     empty = np.empty(model.width)
     family._rebuild(empty, np.empty(0, np.intp))
-    assert_array_equal(family._blocked_state(np.empty(0, np.intp), 4), empty)
+    assert_array_equal(family.blocked_state(np.empty(0, np.intp), 4), empty)
 
 
 def test_merged_data_moments_match_numpy():
@@ -320,7 +320,8 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     X = two_blobs(600, 3, seed=4)
-    params = dict(SHORT_FIT, covariance_type=covariance_type, n_jobs=2)
+    # 27 draws a chain: "full" keeps 10 a chain whole
+    params = dict(SHORT_FIT, covariance_type=covariance_type, n_jobs=2, n_iter=30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         here = DPGaussianClustering(**params).fit(X)
@@ -331,6 +332,11 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     assert_array_equal(here.mean_prior_, there.mean_prior_)
     assert_array_equal(here.covariance_prior_, there.covariance_prior_)
     assert_array_equal(here.predict(X), there.predict(X))
+    # "full": the draws kept whole (the predictive's) are the same ones, though
+    # a Dask fit trims them only after its point estimate
+    assert here._predictive_draws() == there._predictive_draws()
+    assert len(there._predictive_draws()) == (20 if covariance_type == "full" else 54)
+    assert_array_equal(here.score_samples(X), there.score_samples(X))
 
 
 def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(

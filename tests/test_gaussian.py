@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import integrate, stats
-from scipy.special import gammaln
+from scipy.special import gammaln, logsumexp
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 from rankmix import DPGaussianClustering
+from rankmix import _gaussian as gaussian_module
 from rankmix._collapsed_chain import CollapsedChain
 from rankmix._gaussian_kernels import (
     NIWModel,
@@ -848,3 +849,104 @@ def test_draws_keep_no_covariances_and_covariances_are_rebuilt_exactly(
     if covariance_type != "spherical":
         assert all(draw[1] is None for draw in fitted._draws)
     assert np.all(np.isfinite(fitted.covariances_))
+
+
+def _fit_untrimmed(monkeypatch, model, X, n_fits=1, **fit_params):
+    """Fit ``model`` (``n_fits`` times) with every draw keeping its predictive
+    factors: no trimming."""
+    with monkeypatch.context() as patch:
+        patch.setattr(gaussian_module, "PREDICTIVE_DRAWS", 10**9)
+        for _ in range(n_fits):
+            model.fit(X, **fit_params)
+    return model
+
+
+@pytest.mark.parametrize("sampler", ["gibbs+split-merge", "subcluster"])
+@pytest.mark.parametrize("scale", [1.0, 2.0**400])
+def test_full_draws_keep_few_factors_and_rebuild_the_others_exactly(
+    monkeypatch, sampler, scale
+):
+    # covariance_type="full": 20 of the 60 kept draws keep their K d x d
+    # predictive factors, 10 evenly spaced in each chain, and the predictive
+    # averages over those; every other draw is rebuilt from the training rows
+    # and its labels, equal to the factors the chain gave.
+    X, _ = make_blobs(n_samples=120, centers=3, n_features=3, random_state=1)
+    X = X * scale
+    params = dict(sampler=sampler, n_iter=40, burn_in=10, thin=1, random_state=0)
+    trimmed = DPGaussianClustering(**params).fit(X)
+    untrimmed = _fit_untrimmed(monkeypatch, DPGaussianClustering(**params), X)
+    assert_array_equal(trimmed.label_samples_, untrimmed.label_samples_)
+    whole = trimmed._predictive_draws()
+    assert whole == [0, 3, 6, 10, 13, 16, 19, 23, 26, 29] + [
+        30 + d for d in [0, 3, 6, 10, 13, 16, 19, 23, 26, 29]
+    ]
+    assert len(untrimmed._predictive_draws()) == 60
+    for d, draw in enumerate(trimmed._draws):
+        assert (draw[2] is not None) == (d in whole)
+        assert_allclose(
+            trimmed._whole_draw(d)[2], untrimmed._draws[d][2], rtol=1e-10, atol=0
+        )
+    assert_allclose(trimmed.covariances_, untrimmed.covariances_, rtol=1e-12)
+    # the predictive: the average over the whole draws
+    new = X[::7] + 0.3
+    per_draw = untrimmed._log_predictive_per_draw(untrimmed._check_new_data(new))
+    assert_allclose(
+        trimmed.score_samples(new),
+        logsumexp(per_draw[whole], axis=0) - np.log(len(whole)),
+        rtol=1e-12,
+    )
+    proba = sum(
+        untrimmed._responsibilities(
+            untrimmed._component_log_density(new, untrimmed._draws[d]),
+            untrimmed._draws[d][-1],
+        )
+        @ untrimmed._cluster_shares(d)
+        for d in whole
+    ) / len(whole)
+    assert_allclose(trimmed.predict_proba(new), proba, rtol=1e-12, atol=1e-300)
+    samples, labels = trimmed.sample(50, random_state=0)
+    assert samples.shape == (50, 3) and np.all(np.isfinite(samples))
+    # the pointwise log-likelihood (to_inference_data) reads every draw
+    rows = trimmed._check_new_data(X)
+    assert_allclose(
+        trimmed._log_predictive_per_draw(rows, training=True),
+        untrimmed._log_predictive_per_draw(rows, training=True),
+        rtol=1e-9,
+    )
+
+
+def test_full_draws_memory_does_not_grow_with_the_draws():
+    # The kept factors are those of 20 draws whatever the number of draws.
+    X, _ = make_blobs(n_samples=90, centers=3, n_features=4, random_state=0)
+    kept = []
+    for n_iter in (30, 90):
+        model = DPGaussianClustering(n_iter=n_iter, burn_in=10, random_state=0)
+        model.fit(X)
+        kept.append(sum(draw[2] is not None for draw in model._draws))
+        assert all(draw[1] is None for draw in model._draws)
+    assert kept == [20, 20]
+    # "diag" keeps every draw's K x d factors: they do not grow with d^2
+    diag = DPGaussianClustering(
+        covariance_type="diag", n_iter=90, burn_in=10, random_state=0
+    ).fit(X)
+    assert all(draw[2] is not None for draw in diag._draws)
+
+
+def test_full_draws_of_warm_and_weighted_fits(monkeypatch):
+    # A warm fit's runs each keep their whole draws; the fit keeps 10 a chain
+    # of them, and its point estimate, the rows of weight 0 and the predictive
+    # read what an untrimmed fit reads.
+    X, _ = make_blobs(n_samples=60, centers=2, n_features=2, random_state=3)
+    weights = np.tile([1, 0, 2], 20)
+    params = dict(n_iter=30, burn_in=5, random_state=0, warm_start=True)
+    trimmed = DPGaussianClustering(**params)
+    for _ in range(2):
+        trimmed.fit(X, sample_weight=weights)
+    untrimmed = _fit_untrimmed(
+        monkeypatch, DPGaussianClustering(**params), X, 2, sample_weight=weights
+    )
+    assert_array_equal(trimmed.label_samples_, untrimmed.label_samples_)
+    assert len(trimmed._predictive_draws()) == 20
+    assert_allclose(trimmed.means_, untrimmed.means_)
+    assert_allclose(trimmed.covariances_, untrimmed.covariances_, rtol=1e-12)
+    assert np.all(np.isfinite(trimmed.score_samples(X)))
