@@ -61,6 +61,8 @@ import time
 
 from _machine import print_machine
 
+from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
+
 N_RANKINGS = 53_757
 N_ITEMS = 533
 N_CLUSTERS = 30
@@ -316,7 +318,8 @@ def main():
         default="sequential",
         help="the sub-cluster chain's start: sequential prediction on a sample "
         "(n_split_merge=1), or the estimator's defaults init='auto' and "
-        "n_split_merge='auto' (one cluster, 10 proposals a sweep)",
+        "n_split_merge='auto' (one cluster, SUBCLUSTER_SPLIT_MERGE proposals a "
+        "sweep)",
     )
     # internal: the child processes
     parser.add_argument("--generate", metavar="FILE.npz", help=argparse.SUPPRESS)
@@ -461,7 +464,8 @@ def main():
         start = (
             "init='sequential', n_split_merge=1"
             if args.subcluster_start == "sequential"
-            else "init='auto', n_split_merge='auto': one cluster, 10 proposals"
+            else "init='auto', n_split_merge='auto': one cluster, "
+            f"{SUBCLUSTER_SPLIT_MERGE} proposals"
         )
         print(
             f"sampler='subcluster' ({start}, sigma_update='mh'), one chain; "

@@ -15,7 +15,10 @@ parallel label step of ``_restricted.pxd`` (:meth:`_parallel_labels`), run on
 OpenMP threads, and updates the clusters' parameters in parallel over the
 clusters (:meth:`_update_parameters`, each cluster in a ``ClusterWork`` of its
 thread); its draws come from Philox keyed by the chain (by row, or by cluster slot
-and update round), so they do not depend on the number of threads. Clusters live
+and update round), so they do not depend on the number of threads. Its clusters
+come and go by split-merge and by 10 x ``n_split_merge`` singleton proposals a
+sweep (:meth:`_singleton_move`), which absorb a cluster of one ranking or split
+one ranking off, since its label step never empties a cluster. Clusters live
 in slots that are
 reused when a cluster empties, so no relabelling pass over the data is ever needed.
 
@@ -82,6 +85,10 @@ cdef enum:
 # scans): two took the launch from the anchors' allocation to a stable one on the
 # paper's data sets; each costs two parameter proposals and |S| two-way choices.
 cdef intp_t N_LAUNCH_SCANS = 2
+
+# Sub-cluster sampler: singleton proposals (``_singleton_move``) per split-merge
+# proposal, as in the Gaussian sub-cluster chain.
+cdef intp_t SINGLETON_MOVES = 10
 
 # The parallel label step gives each OpenMP thread at least this many rows: on
 # fewer, starting and joining the threads costs more than the rows (a busy core
@@ -1641,6 +1648,92 @@ cdef class MallowsChain:
             self._close_slot(cj)
         return 0
 
+    cdef double _singleton_log_weights(self, intp_t a, intp_t skip, intp_t less) noexcept nogil:
+        """``log_prob[b]`` <- log n_k + log GM(pi_a | sigma_k, theta_k) for each active
+        slot k = ``active[b]`` (-inf for ``skip``; slot ``less`` counted one member
+        smaller); returns log Z, the log of their sum."""
+        cdef intp_t b, k, K = self.slots.n_active
+        cdef double high = -INFINITY, total = 0.0, size
+        for b in range(K):
+            k = self.slots.active[b]
+            size = <double> (self.size[k] - (k == less))
+            if k == skip or size <= 0.0:
+                self.log_prob[b] = -INFINITY
+                continue
+            self.log_prob[b] = log(size) + self._gm_log_likelihood(a, k)
+            if self.log_prob[b] > high:
+                high = self.log_prob[b]
+        for b in range(K):
+            if self.log_prob[b] > -INFINITY:
+                total += exp(self.log_prob[b] - high)
+        return high + log(total)
+
+    cdef int _singleton_move(self) except -1 nogil:
+        """One proposal of the sub-cluster sampler's exact singleton pair.
+
+        A cluster never empties in the anchored label step, so a cluster of one
+        ranking leaves only by a merge, which rarely proposes it. The pair is the
+        Gaussian sub-cluster chain's (``_subcluster_chain``), here with explicit
+        parameters:
+
+        * absorb (probability 1/2): pick a cluster c uniformly among the K; if it
+          is a singleton {a} (and K > 1), propose a into cluster k drawn with
+          probability n_k GM(pi_a | sigma_k, theta_k) / Z, Z the sum over the
+          other clusters, c's (sigma, theta) dropped; log r = log K + log Z -
+          log alpha - log p(pi_a) - log N;
+        * split off (probability 1/2): pick a ranking a uniformly among the N; if
+          its cluster c has n_c >= 2, propose {a} as a new cluster, c keeping its
+          parameters, with (sigma, theta) drawn from their exact conditional
+          given pi_a alone (:meth:`_new_cluster`); log r = log alpha +
+          log p(pi_a) + log N - log (K + 1) - log Z', Z' computed with c one
+          ranking smaller.
+
+        p(pi_a) = (n - t_a)! / n! is the exact prior predictive of a new cluster
+        (Lemma 1), and the ratio P0(sigma, theta) GM(pi_a | sigma, theta) /
+        p(sigma, theta | pi_a) of the new cluster's term in the target to its
+        proposal density is p(pi_a) for every (sigma, theta): the ratios do not
+        depend on the singleton's parameters, so a split-off draws them only once
+        accepted. The CRP factors and c's likelihood of pi_a cancel against the
+        target's probability in the reverse absorption.
+        """
+        cdef intp_t K = self.slots.n_active, a, b, c, k, r
+        cdef double log_z, log_ratio
+        cdef double log_n = log(<double> self.N)
+        if uniform(self.rng) < 0.5:
+            c = self.slots.active[uniform_index(self.rng, K)]
+            if self.size[c] != 1 or K < 2:
+                return 0
+            a = 0
+            for r in range(self.N):
+                if self.labels[r] == c:
+                    a = r
+                    break
+            log_z = self._singleton_log_weights(a, c, -1)
+            b = draw_from_logs(self.log_prob, K, self.rng)  # never c: its weight is 0
+            k = self.slots.active[b]
+            log_ratio = (log(<double> K) + log_z - log(self.alpha)
+                         - self.log_new[self.lengths[a]] - log_n)
+            if log(uniform(self.rng)) < log_ratio:
+                self.labels[a] = k
+                self._resize(k, 1)
+                self._resize(c, -1)
+                self._close_slot(c)
+            return 0
+        a = uniform_index(self.rng, self.N)
+        c = self.labels[a]
+        if self.size[c] < 2:
+            return 0
+        log_z = self._singleton_log_weights(a, -1, c)
+        log_ratio = (log(self.alpha) + self.log_new[self.lengths[a]] + log_n
+                     - log(<double> (K + 1)) - log_z)
+        if log(uniform(self.rng)) < log_ratio:
+            k = self._open_slot()
+            self._new_cluster(k, a)
+            self.labels[a] = k
+            self._resize(c, -1)
+            self._resize(k, 1)
+        return 0
+
     cdef void _update_alpha(self) noexcept nogil:
         """alpha | K, N by Escobar & West (1995): given the clustering, alpha is
         independent of sigma, theta and the data."""
@@ -1667,6 +1760,9 @@ cdef class MallowsChain:
                 self._update_parameters()
                 for t in range(self.n_split_merge):
                     self._split_merge()
+                if self.subcluster:
+                    for t in range(SINGLETON_MOVES * self.n_split_merge):
+                        self._singleton_move()
                 if self.sample_alpha:
                     self._update_alpha()
                 self.sweep_count += 1

@@ -15,6 +15,7 @@ import pytest
 import rankmix
 from rankmix import DPMallowsClustering
 from rankmix._cli import _format_cluster, _prog_name, main
+from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
 from rankmix._cli_read import parse_delimiter, read_rankings, read_text_rankings
 
 FAST = ["--n-iter", "10", "--burn-in", "5", "--chains", "1", "--seed", "0"]
@@ -434,7 +435,7 @@ def test_fit_subcluster_sampler(rankings_file, capsys, monkeypatch):
     assert sum(printed_sizes(out)) == N_GROUPS
     assert fitted[0].sampler == "subcluster"
     proposed = fitted[0]._moves["split_merge_proposed"]
-    assert np.all(proposed == 10)
+    assert np.all(proposed == SUBCLUSTER_SPLIT_MERGE)
 
 
 def test_fit_top(rankings_file, capsys):

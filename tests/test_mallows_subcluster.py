@@ -12,6 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
 from rankmix.datasets import make_mallows_mixture
+from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
 
 from . import _dp_reference as dpref
 from ._threads import fit_on_threads
@@ -210,7 +211,7 @@ def test_bad_parameters_are_refused(params, match):
     [
         ("beta-gibbs", 0, True, 20),
         ("slice-gibbs", 0, True, 20),
-        ("subcluster", 10, False, 1),
+        ("subcluster", SUBCLUSTER_SPLIT_MERGE, False, 1),
     ],
 )
 def test_auto_defaults_suit_the_sampler(
@@ -218,7 +219,8 @@ def test_auto_defaults_suit_the_sampler(
 ):
     # n_split_merge="auto" and init="auto": the Gibbs samplers start from
     # sequential prediction without split-merge; "subcluster", whose splits are
-    # its only source of clusters, from one cluster with 10 proposals a sweep
+    # its only source of clusters, from one cluster with SUBCLUSTER_SPLIT_MERGE
+    # proposals a sweep
     X = make_mallows_mixture(
         n_clusters=2, n_per_cluster=30, n_items=8, t=4, theta=1.0, random_state=0
     )[0]
