@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 # The --sampler choices, DPMallowsClustering's samplers.
-SAMPLERS = ("beta-gibbs", "slice-gibbs", "subcluster")
+SAMPLERS = ("subcluster", "beta-gibbs", "slice-gibbs")
 
 
 class InputError(Exception):
