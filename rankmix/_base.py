@@ -203,9 +203,11 @@ class BaseDPMixture(
         """The DP concentration of one draw (fixed unless the model samples it)."""
         return self.alpha
 
-    def _draw_trimmer(self):
+    def _draw_trimmer(self, data_units=False):
         """``trim(parameters, whole)`` for the engine (``run_chains``'s
         ``trim_draw``), or None to keep every draw as the chains give it.
+        ``data_units``: for draws already in the units of the data
+        (``_to_data_units``), as the fit's end trims them.
 
         A model that trims must also say which draws are whole
         (``_draw_is_whole``) and rebuild the others (``_rebuilt_draw``).
@@ -225,28 +227,39 @@ class BaseDPMixture(
         parameters = self._draws[d]
         return parameters if self._draw_is_whole(parameters) else self._rebuilt_draw(d)
 
+    def _whole_draws(self, draws):
+        """``(d, parameters)`` of each kept draw d in ``draws``, whole (a model
+        that rebuilds draws may share its set-up between them)."""
+        for d in draws:
+            yield d, self._whole_draw(d)
+
     def _predictive_draws(self):
         """Indices of the kept draws the predictive methods average over."""
         return [d for d, p in enumerate(self._draws) if self._draw_is_whole(p)]
 
     def _keep_predictive_draws(self):
-        """Trim each chain's whole draws to ``ceil(_predictive_draws_kept /
-        n_chains)`` evenly spaced ones, as the engine does within a run: a warm
-        fit's runs each kept their own, and a fit whose rows are on Dask workers
-        kept them all until the point estimate was chosen (the same draws stay
-        whole as in process)."""
-        trim = self._draw_trimmer()
+        """Keep whole the ``ceil(_predictive_draws_kept / n_chains)`` draws
+        evenly spaced over each chain's kept draws, and trim the others.
+
+        Within one run the engine kept exactly those whole. A warm fit's runs
+        each kept their own, so the draws of one long run are chosen afresh
+        (rebuilding those trimmed); a fit whose rows are on Dask workers kept
+        every draw whole until the point estimate was chosen.
+        """
+        trim = self._draw_trimmer(data_units=True)
         if trim is None or self._predictive_draws_kept is None:
             return
         per_chain = -(-self._predictive_draws_kept // self.n_chains)
-        chains = np.array_split(np.arange(len(self._draws)), self.n_chains)
         keep = set()
-        for draws in chains:
-            whole = [d for d in draws if self._draw_is_whole(self._draws[d])]
-            keep.update(whole[i] for i in whole_draw_indices(len(whole), per_chain))
+        for draws in np.array_split(np.arange(len(self._draws)), self.n_chains):
+            keep.update(draws[whole_draw_indices(len(draws), per_chain)].tolist())
+        draws = self._draws
+        rebuilt = dict(self._whole_draws(
+            d for d in sorted(keep) if not self._draw_is_whole(draws[d])
+        ))
         self._draws = [
-            trim(p, False) if d not in keep and self._draw_is_whole(p) else p
-            for d, p in enumerate(self._draws)
+            rebuilt.get(d, p) if d in keep else trim(p, False)
+            for d, p in enumerate(draws)
         ]
 
     def _to_data_units(self, posterior):
@@ -467,8 +480,7 @@ class BaseDPMixture(
         absent = np.flatnonzero(counts == 0)
         if len(absent):
             X_absent = self._check_new_data(_safe_indexing(X_given, absent))
-            for d in range(len(self._draws)):
-                parameters = self._whole_draw(d)
+            for d, parameters in self._whole_draws(range(len(self._draws))):
                 log_density = self._component_log_density(X_absent, parameters)
                 samples[d, absent] = (log_density + np.log(parameters[-1])).argmax(1)
         self.label_samples_ = samples
@@ -711,8 +723,7 @@ class BaseDPMixture(
         per_draw = np.empty((len(draws), n_rows))
         rows = np.arange(n_rows)
         n_others = self._n_train - 1 if training else self._n_train
-        for i, d in enumerate(draws):
-            parameters = self._whole_draw(d)
+        for i, (d, parameters) in enumerate(self._whole_draws(draws)):
             alpha = self._draw_alpha(parameters)
             sizes = parameters[-1]
             density = self._component_log_density(X, parameters)

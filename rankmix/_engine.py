@@ -362,12 +362,13 @@ def chains_at_once(n_jobs, n_chains):
 
 
 def whole_draw_indices(n_draws, n_whole):
-    """``min(n_draws, n_whole)`` indices evenly spaced over ``range(n_draws)``,
-    the first and the last included (all of them when ``n_whole`` is None)."""
+    """``min(n_draws, n_whole)`` indices evenly spaced over ``range(n_draws)``:
+    the first and the last included, the last alone when ``n_whole`` is 1, all
+    of them when ``n_whole`` is None."""
     if n_whole is None or n_draws <= n_whole:
         return np.arange(n_draws)
     if n_whole <= 1:
-        return np.arange(min(n_whole, n_draws))
+        return np.arange(n_draws - n_whole, n_draws)
     return np.unique(np.rint(np.linspace(0, n_draws - 1, n_whole)).astype(np.intp))
 
 

@@ -668,19 +668,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             # p(X) = p(X / 2**k) / 2**(k N d)
             n, d = self._n_train, self.n_features_in_
             posterior.trace["log_joint"] -= k * n * d * np.log(2.0)
+        # _trim_draw keeps a draw whose covariances or factors overflow in X's
+        # units whole, so that it is seen here
         for means, covariances, factors, *_ in posterior.parameters:
-            if not all(
-                value is None or np.all(np.isfinite(value))
-                for value in (covariances, factors)
-            ):
-                raise ValueError(
-                    "A cluster's posterior covariance overflows double precision: "
-                    "mean_prior or covariance_prior is far out of proportion to "
-                    "X (or X's scale is at the edge of the double range). Pass "
-                    "priors on the scale of the data, or leave them to their "
-                    "defaults, and standardise X (for example with "
-                    "sklearn.preprocessing.StandardScaler)."
-                )
+            if not all(_finite_or_none(value) for value in (covariances, factors)):
+                raise _overflow_error()
         return posterior
 
     @property
@@ -688,25 +680,22 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         # "full" keeps the K d x d predictive factors of PREDICTIVE_DRAWS draws
         return PREDICTIVE_DRAWS if self.covariance_type == "full" else None
 
-    def _draw_trimmer(self):
+    def _draw_trimmer(self, data_units=False):
+        k = 0 if data_units else self._scale_exponent
         return partial(
             _trim_draw,
             drop_covariances=self.covariance_type != "spherical",
             drop_factors=self.covariance_type == "full",
+            exponents=(2 * k, self._factor_exponent(k)),
         )
 
     def _draw_is_whole(self, parameters):
         return parameters[2] is not None
 
-    def _rebuilt_draw(self, d):
-        """Kept draw d with its predictive factors, rebuilt from the training rows
-        and the draw's labels.
-
-        Each cluster's state comes from the block moments of its rows, as the
-        sub-cluster chain builds its states (the collapsed chains' running
-        updates agree with it to rounding), in the chain's units, and is
-        described as the chain's snapshot describes it. O(N d^2).
-        """
+    def _rebuild_source(self):
+        """``(model, family)`` over the training rows in the chains' units, from
+        which ``_rebuilt_draw`` rebuilds draws (the rows of a Dask fit fetched
+        here, once for all the draws one call rebuilds)."""
         rows = self._X_fit
         if is_dask_array(rows):  # rows kept on Dask workers: fetched here
             rows = self._check_new_data(rows.compute())
@@ -714,20 +703,50 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         if k:
             rows = np.ldexp(rows, -k)
         model = self._model(rows.shape[0])
-        family = model.family(np.ascontiguousarray(rows, dtype=np.float64))
+        return model, model.family(np.ascontiguousarray(rows, dtype=np.float64))
+
+    def _rebuilt_draw(self, d, source=None):
+        """Kept draw d with its predictive factors, rebuilt from the training rows
+        and the draw's labels.
+
+        Each cluster's state comes from the block moments of its rows, as the
+        sub-cluster chain builds its states (the collapsed chains' running
+        updates agree with it to rounding), in the chain's units, and is
+        described as the chain's snapshot describes it. O(N d^2). ``source``:
+        ``_rebuild_source()``, to share between draws.
+        """
+        model, family = source or self._rebuild_source()
         parameters = self._draws[d]
         labels = self._chain_label_samples[d]
         members = np.split(
             np.argsort(labels, kind="stable"),
             np.cumsum(np.bincount(labels, minlength=len(parameters[-1])))[:-1],
         )
-        states = np.stack(
-            [family.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK) for rows_of in members]
-        )
+        try:
+            states = np.stack(
+                [
+                    family.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK)
+                    for rows_of in members
+                ]
+            )
+        except FloatingPointError as error:
+            raise self._numerical_failure(error) from error
         _, _, factors, _ = _DESCRIBE[self.covariance_type](model, states)
         with np.errstate(over="ignore", under="ignore"):
-            factors = np.ldexp(factors, self._factor_exponent(k))
+            factors = np.ldexp(factors, self._factor_exponent(self._scale_exponent))
+        if not np.all(np.isfinite(factors)):
+            raise _overflow_error()
         return (parameters[0], None, factors, *parameters[3:])
+
+    def _whole_draws(self, draws):
+        # one source (the rows, fetched once from Dask workers) for all rebuilds
+        source = None
+        for d in draws:
+            parameters = self._draws[d]
+            if not self._draw_is_whole(parameters):
+                source = source or self._rebuild_source()
+                parameters = self._rebuilt_draw(d, source)
+            yield d, parameters
 
     def _covariances_of(self, parameters):
         """A draw's ``covariances_`` from what it keeps (see ``_to_data_units``).
@@ -941,7 +960,7 @@ def _check_data_scale(summary, k):
 PREDICTIVE_DRAWS = 20
 
 
-def _trim_draw(parameters, whole, drop_covariances, drop_factors):
+def _trim_draw(parameters, whole, drop_covariances, drop_factors, exponents=(0, 0)):
     """A kept draw as DPGaussianClustering keeps it (the engine's ``trim_draw``).
 
     The draws are read for their means, predictive factors and dfs (scoring,
@@ -949,9 +968,17 @@ def _trim_draw(parameters, whole, drop_covariances, drop_factors):
     K x d for "diag", the known Sigma for "fixed"; ``covariances_`` rebuilds
     them for its one draw, ``_covariances_of``), and with ``drop_factors``
     ("full") only a ``whole`` draw keeps its K x d x d predictive factors, so
-    that the memory of a fit does not grow with d^2 x draws.
+    that the memory of a fit does not grow with d^2 x draws. A draw whose
+    covariances or factors overflow once scaled by 2**``exponents`` (to X's
+    units) is kept as it is, for ``_to_data_units`` to refuse.
     """
     means, covariances, factors, *rest = parameters
+    with np.errstate(over="ignore", under="ignore"):
+        if not all(
+            value is None or np.all(np.isfinite(np.ldexp(value, exponent)))
+            for value, exponent in zip((covariances, factors), exponents)
+        ):
+            return tuple(parameters)
     return (
         means,
         None if drop_covariances else covariances,
@@ -963,6 +990,21 @@ def _trim_draw(parameters, whole, drop_covariances, drop_factors):
 def _ldexp_kept(values, exponent):
     """``np.ldexp(values, exponent)``, None for a part the draw does not keep."""
     return None if values is None else np.ldexp(values, exponent)
+
+
+def _finite_or_none(values):
+    return values is None or bool(np.all(np.isfinite(values)))
+
+
+def _overflow_error():
+    return ValueError(
+        "A cluster's posterior covariance overflows double precision: "
+        "mean_prior or covariance_prior is far out of proportion to "
+        "X (or X's scale is at the edge of the double range). Pass "
+        "priors on the scale of the data, or leave them to their "
+        "defaults, and standardise X (for example with "
+        "sklearn.preprocessing.StandardScaler)."
+    )
 
 
 _DESCRIBE = {

@@ -679,11 +679,6 @@ cdef class NIWModel:
         # other processes (joblib's process and cluster backends)
         return NIWModel, self._arguments
 
-    @property
-    def width(self):
-        """Doubles per state."""
-        return self.p.width
-
     def family(self, X):
         """This prior bound to the data X, for ``CollapsedChain`` (``NIWFamily``)."""
         return NIWFamily(self, X)

@@ -366,11 +366,6 @@ cdef class IsotropicModel:
     def __reduce__(self):
         return IsotropicModel, self._arguments
 
-    @property
-    def width(self):
-        """Doubles per state."""
-        return self.p.width
-
     def whiten(self, X):
         """L^{-1} x of each row of X (fixed); X as a C-contiguous float64 array else.
 

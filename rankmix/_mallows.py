@@ -114,8 +114,11 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         rate`` must stay below 1e300, the reach of the draws.
     n_split_merge : int or "auto", default="auto"
         Split-merge proposals per sweep, after the parameter updates; 0 turns
-        them off (not allowed with ``sampler="subcluster"``, whose clusters
-        only split-merge creates). ``"auto"``: 4 for ``"subcluster"`` (on Meila
+        them off, which ``sampler="subcluster"`` (the default) refuses: its
+        clusters come from split-merge and from the 10 singleton proposals
+        that go with each split-merge proposal, so pass ``sampler="beta-gibbs"``
+        or ``"slice-gibbs"`` to run without them. ``"auto"``: 4 for
+        ``"subcluster"`` (on Meila
         & Chen's four data sets it reached VI <= 0.01 in every replicate, as 10
         did, at about half the time per sweep; at the college-applications scale
         both reach the same clustering in the same time), 0 for the Gibbs
@@ -544,9 +547,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         # (space) count towards the stages and items, as if given by n_items.
         if self.sampler == "subcluster" and self._split_merges() == 0:
             raise ValueError(
-                "sampler='subcluster' with n_split_merge=0 would never create a "
-                "cluster (its label step only moves rankings between the existing "
-                "ones); set n_split_merge >= 1."
+                "sampler='subcluster' (the default) with n_split_merge=0 would "
+                "never create a cluster (its label step only moves rankings "
+                "between the existing ones); set n_split_merge >= 1, or pass "
+                "sampler='beta-gibbs' or 'slice-gibbs' to run without split-merge."
             )
         X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
@@ -618,7 +622,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
 
     def _split_merges(self):
         """``n_split_merge``, "auto" resolved: 4 for "subcluster", whose splits
-        are its only source of new clusters; 0 (off) for the Gibbs samplers."""
+        and singleton moves (10 per split-merge proposal) are its only sources
+        of new clusters; 0 (off) for the Gibbs samplers."""
         if self.n_split_merge == "auto":
             return SUBCLUSTER_SPLIT_MERGE if self.sampler == "subcluster" else 0
         return self.n_split_merge

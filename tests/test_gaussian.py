@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 from rankmix import DPGaussianClustering
 from rankmix import _gaussian as gaussian_module
 from rankmix._collapsed_chain import CollapsedChain
+from rankmix._engine import whole_draw_indices
 from rankmix._gaussian_kernels import (
     NIWModel,
     _chol_update_wrapper,
@@ -933,20 +934,58 @@ def test_full_draws_memory_does_not_grow_with_the_draws():
 
 
 def test_full_draws_of_warm_and_weighted_fits(monkeypatch):
-    # A warm fit's runs each keep their whole draws; the fit keeps 10 a chain
-    # of them, and its point estimate, the rows of weight 0 and the predictive
-    # read what an untrimmed fit reads.
+    # A warm fit keeps whole the draws one long fit keeps (rebuilding those its
+    # runs trimmed), so that its predictive is that fit's; the point estimate
+    # and the rows of weight 0 read what an untrimmed fit reads.
     X, _ = make_blobs(n_samples=60, centers=2, n_features=2, random_state=3)
     weights = np.tile([1, 0, 2], 20)
-    params = dict(n_iter=30, burn_in=5, random_state=0, warm_start=True)
-    trimmed = DPGaussianClustering(**params)
+    params = dict(burn_in=5, random_state=0, warm_start=True)
+    warm = DPGaussianClustering(n_iter=30, **params)
     for _ in range(2):
-        trimmed.fit(X, sample_weight=weights)
+        warm.fit(X, sample_weight=weights)
+    long = DPGaussianClustering(n_iter=60, **params).fit(X, sample_weight=weights)
     untrimmed = _fit_untrimmed(
-        monkeypatch, DPGaussianClustering(**params), X, 2, sample_weight=weights
+        monkeypatch,
+        DPGaussianClustering(n_iter=30, **params),
+        X,
+        2,
+        sample_weight=weights,
     )
-    assert_array_equal(trimmed.label_samples_, untrimmed.label_samples_)
-    assert len(trimmed._predictive_draws()) == 20
-    assert_allclose(trimmed.means_, untrimmed.means_)
-    assert_allclose(trimmed.covariances_, untrimmed.covariances_, rtol=1e-12)
-    assert np.all(np.isfinite(trimmed.score_samples(X)))
+    assert_array_equal(warm.label_samples_, long.label_samples_)
+    assert_array_equal(warm.label_samples_, untrimmed.label_samples_)
+    assert warm._predictive_draws() == long._predictive_draws()
+    assert len(warm._predictive_draws()) == 20
+    assert_allclose(warm.score_samples(X), long.score_samples(X), rtol=1e-10)
+    assert_allclose(warm.means_, untrimmed.means_)
+    assert_allclose(warm.covariances_, untrimmed.covariances_, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "covariance_type, message",
+    [
+        ("full", "failed numerically"),  # its chain fails first
+        ("diag", "overflows double precision"),
+        ("spherical", "overflows double precision"),
+    ],
+)
+def test_draws_that_overflow_in_the_data_units_are_refused(covariance_type, message):
+    # The trimmed draws are checked before their covariances go: a posterior
+    # covariance that overflows in X's units is refused, as it was.
+    X = np.random.default_rng(0).standard_normal((60, 2)) * 1e153
+    model = DPGaussianClustering(
+        covariance_type=covariance_type,
+        mean_prior=[1e300, 1e300],
+        n_iter=20,
+        burn_in=5,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match=message):
+        model.fit(X)
+
+
+def test_whole_draw_indices():
+    assert whole_draw_indices(5, None).tolist() == [0, 1, 2, 3, 4]
+    assert whole_draw_indices(5, 9).tolist() == [0, 1, 2, 3, 4]
+    assert whole_draw_indices(30, 10).tolist() == [0, 3, 6, 10, 13, 16, 19, 23, 26, 29]
+    assert whole_draw_indices(7, 1).tolist() == [6]  # the last: nearest the end
+    assert whole_draw_indices(7, 0).tolist() == []

@@ -45,8 +45,9 @@ def _subcluster(**params):
 @pytest.mark.parametrize("alpha_prior", [None, (2.0, 1.0)])
 def test_subcluster_matches_exact_posterior(alpha_prior, exact_posterior):
     # the anchored parallel label step, the Slice-Gibbs parameter updates, one
-    # split-merge proposal a sweep (the only move that creates or removes a
-    # cluster) and, with alpha_prior, Escobar & West's step: the co-clustering
+    # split-merge proposal and 10 singleton proposals a sweep (the moves that
+    # create or remove a cluster) and, with alpha_prior, Escobar & West's
+    # step: the co-clustering
     # probabilities and the law of K of the enumerated posterior
     exact = exact_posterior[alpha_prior]
     with warnings.catch_warnings():
