@@ -16,10 +16,10 @@ over replicates. Printed per data set and sampler: VI at iterations 1, 5, 10, 25
 VI <= 0.01 and the milliseconds per sweep (median over replicates of each chain's
 median sweep time, with min and max).
 
-Targets, for the estimator's default sampler (``"subcluster"`` since 2026-11-26,
-``"beta-gibbs"`` before): VI <= 0.01 within 100 iterations in every replicate,
-at <= 13 ms per iteration for t = 10 and <= 26 ms for t = 19 on one core (Beta-
-Gibbs's times when the target was set).
+Targets, for the estimator's default sampler (``"beta-gibbs"``; the script
+names it): VI <= 0.01 within 100 iterations in every replicate, at <= 13 ms per
+iteration for t = 10 and <= 26 ms for t = 19 on one core (Beta-Gibbs's times
+when the target was set).
 
 Usage::
 

@@ -339,11 +339,11 @@ def _add_sampler_options(parser, n_iter):
     parser.add_argument(
         "--sampler",
         choices=SAMPLERS,
-        default="subcluster",
+        default="beta-gibbs",
         help=(
-            f"MCMC sampler: subcluster (exact, parallel, with {SUBCLUSTER_SPLIT_MERGE} "
-            "split-merge proposals per sweep), or Meila & Chen's beta-gibbs or "
-            "slice-gibbs (default: %(default)s)"
+            "MCMC sampler: Meila & Chen's beta-gibbs or slice-gibbs, or subcluster "
+            f"(parallel, with {SUBCLUSTER_SPLIT_MERGE} split-merge proposals per "
+            "sweep) (default: %(default)s)"
         ),
     )
     parser.add_argument(

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 # The --sampler choices, DPMallowsClustering's samplers.
-SAMPLERS = ("subcluster", "beta-gibbs", "slice-gibbs")
+SAMPLERS = ("beta-gibbs", "slice-gibbs", "subcluster")
 
 
 class InputError(Exception):
