@@ -28,8 +28,9 @@ from ._validation import (
 
 # Split-merge proposals per sweep of sampler="subcluster" with n_split_merge="auto".
 # On Meila & Chen's four data sets (bench_mallows_paper.py) 4 reached VI <= 0.01
-# in every replicate (3 of 3 and 5 of 5 with another seed) by sweep 12 to 23, at
-# 6 and 14 ms per sweep (t = 10, 19) on one thread; 10 did as well at 15 and 36 ms.
+# in every replicate (3 of 3 and 5 of 5 with another seed; median first sweep 12
+# to 64 per data set), at 6 and 14 ms per sweep (t = 10, 19) on one thread; 10 did
+# as well without the singleton moves, at 15 and 36 ms.
 SUBCLUSTER_SPLIT_MERGE = 4
 
 
@@ -110,15 +111,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         rate`` must stay below 1e300, the reach of the draws.
     n_split_merge : int or "auto", default="auto"
         Split-merge proposals per sweep, after the parameter updates; 0 turns
-        them off, which ``sampler="subcluster"`` refuses: its
-        clusters come from split-merge and from the 10 singleton proposals
-        that go with each split-merge proposal, so pass ``sampler="beta-gibbs"``
-        or ``"slice-gibbs"`` to run without them. ``"auto"``: 4 for
-        ``"subcluster"`` (on Meila
-        & Chen's four data sets it reached VI <= 0.01 in every replicate, as 10
-        did, at about half the time per sweep; at the college-applications scale
-        both reach the same clustering in the same time), 0 for the Gibbs
-        samplers. Each is an exact Metropolis-Hastings step
+        them off, which ``sampler="subcluster"`` refuses: its clusters come
+        from split-merge and from the 10 singleton proposals that go with each
+        split-merge proposal. ``"auto"``: 4 for ``"subcluster"`` (on Meila &
+        Chen's four data sets it reached VI <= 0.01 in every replicate, as 10
+        did, at about half the time per sweep; at the college-applications
+        scale both reach the same clustering in the same time), 0 for the
+        Gibbs samplers. Each is an exact Metropolis-Hastings step
         for the clustering and the clusters' (sigma, theta) (see Notes), which
         moves many rankings at once: it joins the halves of a split cluster
         that single-site Gibbs merges only slowly. Each proposal costs about a
