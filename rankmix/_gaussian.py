@@ -421,13 +421,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     20 draws keep them, ceil(20 / n_chains) evenly spaced over each chain's kept
     draws (the first and the last included), and `score_samples`, `score`,
     `sample` and ``predict_proba(draws="all")`` average over those (every kept
-    draw when there are fewer). Consecutive
-    draws of a chain are close, so 20 spread over the run give that average to
-    within its Monte Carlo error. The labels and traces of every draw are kept
-    (``label_samples_``, ``trace_``), as are the point-estimate draw's factors.
-    The pointwise log-likelihood of `to_inference_data` reads every draw: a
-    draw without its factors has them rebuilt from the training rows and its
-    labels, O(N d^2) a draw, one draw at a time.
+    draw when there are fewer). Consecutive draws of a chain are close, so 20
+    spread over the run give that average to within its Monte Carlo error. A
+    warm fit keeps the draws one long fit would. The labels and traces of every
+    draw are kept (``label_samples_``, ``trace_``), as are the point-estimate
+    draw's factors. The pointwise log-likelihood of `to_inference_data` reads
+    every draw: a draw without its factors has them rebuilt from the training
+    rows and its labels, O(N d^2) a draw, one draw at a time.
 
     References
     ----------
