@@ -671,7 +671,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         # _trim_draw keeps a draw whose covariances or factors overflow in X's
         # units whole, so that it is seen here
         for means, covariances, factors, *_ in posterior.parameters:
-            if not all(_finite_or_none(value) for value in (covariances, factors)):
+            if not (_fits(covariances) and _fits(factors)):
                 raise _overflow_error()
         return posterior
 
@@ -734,7 +734,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         _, _, factors, _ = _DESCRIBE[self.covariance_type](model, states)
         with np.errstate(over="ignore", under="ignore"):
             factors = np.ldexp(factors, self._factor_exponent(self._scale_exponent))
-        if not np.all(np.isfinite(factors)):
+        if not _fits(factors):
             raise _overflow_error()
         return (parameters[0], None, factors, *parameters[3:])
 
@@ -973,12 +973,8 @@ def _trim_draw(parameters, whole, drop_covariances, drop_factors, exponents=(0, 
     units) is kept as it is, for ``_to_data_units`` to refuse.
     """
     means, covariances, factors, *rest = parameters
-    with np.errstate(over="ignore", under="ignore"):
-        if not all(
-            value is None or np.all(np.isfinite(np.ldexp(value, exponent)))
-            for value, exponent in zip((covariances, factors), exponents)
-        ):
-            return tuple(parameters)
+    if not all(map(_fits, (covariances, factors), exponents)):
+        return tuple(parameters)
     return (
         means,
         None if drop_covariances else covariances,
@@ -992,8 +988,15 @@ def _ldexp_kept(values, exponent):
     return None if values is None else np.ldexp(values, exponent)
 
 
-def _finite_or_none(values):
-    return values is None or bool(np.all(np.isfinite(values)))
+def _fits(values, exponent=0):
+    """Whether ``values`` (None: a part the draw does not keep) stay finite once
+    scaled by 2**``exponent``: whether their largest magnitude does (NaN does
+    not), so that no scaled copy is made."""
+    if values is None or values.size == 0:
+        return True
+    peak = np.maximum(values.max(), -values.min())
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.ldexp(peak, exponent)))
 
 
 def _overflow_error():
