@@ -237,19 +237,25 @@ class BaseDPMixture(
         """Indices of the kept draws the predictive methods average over."""
         return [d for d, p in enumerate(self._draws) if self._draw_is_whole(p)]
 
+    def _whole_per_chain(self):
+        """``ceil(_predictive_draws_kept / n_chains)``: how many draws of each
+        chain keep every parameter the predictive reads; None: all of them."""
+        if self._predictive_draws_kept is None:
+            return None
+        return -(-self._predictive_draws_kept // self.n_chains)
+
     def _keep_predictive_draws(self):
-        """Keep whole the ``ceil(_predictive_draws_kept / n_chains)`` draws
-        evenly spaced over each chain's kept draws, and trim the others.
+        """Keep whole the ``_whole_per_chain()`` draws evenly spaced over each
+        chain's kept draws, and trim the others.
 
         Within one run the engine kept exactly those whole. A warm fit's runs
         each kept their own, so the draws of one long run are chosen afresh
         (rebuilding those trimmed); a fit whose rows are on Dask workers kept
         every draw whole until the point estimate was chosen.
         """
-        trim = self._draw_trimmer(data_units=True)
-        if trim is None or self._predictive_draws_kept is None:
+        trim, per_chain = self._draw_trimmer(data_units=True), self._whole_per_chain()
+        if trim is None or per_chain is None:
             return
-        per_chain = -(-self._predictive_draws_kept // self.n_chains)
         keep = set()
         for draws in np.array_split(np.arange(len(self._draws)), self.n_chains):
             keep.update(draws[whole_draw_indices(len(draws), per_chain)].tolist())
@@ -411,7 +417,7 @@ class BaseDPMixture(
         trim = self._draw_trimmer()
         # Rows on Dask workers cannot rebuild a trimmed draw in this process: the
         # draws stay whole until the point estimate is chosen (fit's end trims).
-        whole_draws = None if isinstance(X, DaskRows) else self._predictive_draws_kept
+        whole_per_chain = None if isinstance(X, DaskRows) else self._whole_per_chain()
         try:
             new = run_chains(
                 make_chain,
@@ -427,7 +433,7 @@ class BaseDPMixture(
                 sweeps_done=sweeps_done,
                 keep_chains=self.warm_start,
                 trim_draw=trim,
-                whole_draws=whole_draws,
+                whole_per_chain=whole_per_chain,
             )
         except FloatingPointError as error:
             # An ArithmeticError from compiled code (a posterior scale matrix

@@ -12,9 +12,9 @@ builds one compiled chain from a bit generator; a chain object offers
 
 A model whose draws are large (K x d x d factors) may pass ``trim_draw``, which the
 engine applies to each snapshot as it is kept, so that the kept draws hold what is
-read later and no more: ``trim_draw(parameters, whole)``, ``whole`` true for about
-``whole_draws`` draws of the run evenly spaced in each chain (all of them when
-``whole_draws`` is None).
+read later and no more: ``trim_draw(parameters, whole)``, ``whole`` true for
+``whole_per_chain`` draws of the run evenly spaced in each chain (all of them when
+``whole_per_chain`` is None).
 
 The engine runs ``n_chains`` chains through joblib threads, each on its own
 ``PCG64`` stream spawned from ``random_state`` before any parallel work, so the draws
@@ -86,7 +86,7 @@ def run_chains(
     sweeps_done=0,
     keep_chains=False,
     trim_draw=None,
-    whole_draws=None,
+    whole_per_chain=None,
 ):
     """Run the chains and pool their draws.
 
@@ -123,10 +123,10 @@ def run_chains(
         snapshot: the whole draw when ``whole`` is true, less otherwise. It must
         pickle when the chains run in other processes. None keeps every snapshot
         as it is.
-    whole_draws : int or None
-        About how many draws of this run ``trim_draw`` is told to keep whole:
-        ``ceil(whole_draws / n_chains)`` per chain, evenly spaced among its kept
-        draws (see `whole_draw_indices`). None: all of them.
+    whole_per_chain : int or None
+        How many draws of this run each chain's ``trim_draw`` is told to keep
+        whole, evenly spaced among its kept draws (see `whole_draw_indices`).
+        None: all of them.
 
     Returns
     -------
@@ -170,7 +170,7 @@ def run_chains(
                 keep_chains,
                 thread_cap,
                 trim_draw,
-                None if whole_draws is None else -(-whole_draws // n_chains),
+                whole_per_chain,
             )
             for index, start in enumerate(starts)
         )
@@ -256,7 +256,7 @@ def _run_chain(
     keep,
     thread_cap,
     trim_draw=None,
-    whole_draws=None,
+    whole_per_chain=None,
 ):
     chain = start()
     if hasattr(chain, "thread_cap"):
@@ -274,7 +274,7 @@ def _run_chain(
     n_kept = n_kept_draws(sweeps_done + n_iter, burn_in, thin) - n_kept_draws(
         sweeps_done, burn_in, thin
     )
-    whole = set(whole_draw_indices(n_kept, whole_draws).tolist())
+    whole = set(whole_draw_indices(n_kept, whole_per_chain).tolist())
     for sweep in range(n_iter):
         chain.sweep()
         for name, values in trace.items():
