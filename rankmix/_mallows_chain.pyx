@@ -57,7 +57,7 @@ from ._restricted cimport (
     PURPOSE_LABEL, find_anchors, precedes, row_draws,
 )
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, draw_index, log_pair, random_beta,
+    bitgen_pointer, draw_from_logs, draw_index, log_pair, log_sum_exp, random_beta,
     random_standard_gamma, shuffle, uniform, uniform_index,
 )
 from ._slots cimport (
@@ -1653,7 +1653,7 @@ cdef class MallowsChain:
         slot k = ``active[b]`` (-inf for ``skip``; slot ``less`` counted one member
         smaller); returns log Z, the log of their sum."""
         cdef intp_t b, k, K = self.slots.n_active
-        cdef double high = -INFINITY, total = 0.0, size
+        cdef double size
         for b in range(K):
             k = self.slots.active[b]
             size = <double> (self.size[k] - (k == less))
@@ -1661,12 +1661,7 @@ cdef class MallowsChain:
                 self.log_prob[b] = -INFINITY
                 continue
             self.log_prob[b] = log(size) + self._gm_log_likelihood(a, k)
-            if self.log_prob[b] > high:
-                high = self.log_prob[b]
-        for b in range(K):
-            if self.log_prob[b] > -INFINITY:
-                total += exp(self.log_prob[b] - high)
-        return high + log(total)
+        return log_sum_exp(self.log_prob, K)
 
     cdef int _singleton_move(self) except -1 nogil:
         """One proposal of the sub-cluster sampler's exact singleton pair.

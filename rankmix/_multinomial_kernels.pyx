@@ -40,7 +40,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import gammaln
 
-from libc.math cimport INFINITY, exp, lgamma, log
+from libc.math cimport INFINITY, lgamma, log
 from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
@@ -48,7 +48,7 @@ from numpy.random cimport bitgen_t
 from ._family cimport (
     STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
 )
-from ._rng cimport log_gamma_variate
+from ._rng cimport log_gamma_variate, log_sum_exp
 from ._permutation cimport intp_t
 
 # Layout of a state block (offsets in doubles); state[0] is n (STATE_COUNT).
@@ -451,14 +451,10 @@ cdef int _draw_params(void* context, const double* state, bitgen_t* rng,
     """log p, p ~ Dirichlet(a + c): normalised Gamma draws, in logs, O(V)."""
     cdef const DM* p = (<Context*> context).p
     cdef intp_t v
-    cdef double high = -INFINITY, total = 0.0, log_total
+    cdef double log_total
     for v in range(p.V):
         params[v] = log_gamma_variate(rng, p.prior[v] + state[S_COUNTS + v])
-        if params[v] > high:
-            high = params[v]
-    for v in range(p.V):
-        total += exp(params[v] - high)
-    log_total = high + log(total)
+    log_total = log_sum_exp(params, p.V)
     for v in range(p.V):
         params[v] -= log_total
     return 0

@@ -7,7 +7,7 @@ no global RNG state, so chains run side by side in threads and the draws depend 
 on the chain's seed.
 """
 
-from libc.math cimport exp, log, log1p
+from libc.math cimport INFINITY, exp, log, log1p
 from numpy.random cimport bitgen_t
 
 
@@ -35,6 +35,20 @@ cdef inline Py_ssize_t uniform_index(bitgen_t* rng, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t i = <Py_ssize_t>(rng.next_double(rng.state) * n)
     # next_double < 1, but guard against round-off at the top end all the same.
     return i if i < n else n - 1
+
+
+cdef inline double log_sum_exp(const double* log_weights, Py_ssize_t n) noexcept nogil:
+    """log sum_k exp(log_weights[k]), shifted by the largest (-inf entries add
+    nothing; at least one must be finite)."""
+    cdef Py_ssize_t k
+    cdef double high = -INFINITY, total = 0.0
+    for k in range(n):
+        if log_weights[k] > high:
+            high = log_weights[k]
+    for k in range(n):
+        if log_weights[k] > -INFINITY:
+            total += exp(log_weights[k] - high)
+    return high + log(total)
 
 
 cdef inline Py_ssize_t draw_from_logs(

@@ -101,7 +101,7 @@ bit as with the rows in process (``tests/test_distributed.py``).
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, exp, lgamma, log
+from libc.math cimport INFINITY, lgamma, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove
@@ -120,7 +120,8 @@ from ._restricted cimport (
     PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_share, precedes, row_draws,
 )
 from ._rng cimport (
-    draw_from_logs, draw_index, log_gamma_variate, shuffle, uniform, uniform_index,
+    draw_from_logs, draw_index, log_gamma_variate, log_sum_exp, shuffle, uniform,
+    uniform_index,
 )
 from ._slots cimport grow_array
 
@@ -895,7 +896,6 @@ cdef class SubclusterChain(CollapsedChain):
         read from ``replaced``); returns their log-sum-exp."""
         cdef intp_t b, k, n_active = self.slots.n_active
         cdef const double* state
-        cdef double high = -INFINITY, total = 0.0
         for b in range(n_active):
             k = self.slots.active[b]
             if k == skip:
@@ -903,12 +903,7 @@ cdef class SubclusterChain(CollapsedChain):
                 continue
             state = replaced if k == replaced_slot else self._state(k)
             self.log_prob[b] = state[self.f.log_weight] + family_log_kernel(table, state, point)
-            if self.log_prob[b] > high:
-                high = self.log_prob[b]
-        for b in range(n_active):
-            if self.log_prob[b] > -INFINITY:
-                total += exp(self.log_prob[b] - high)
-        return high + log(total)
+        return log_sum_exp(self.log_prob, n_active)
 
     cdef int _singleton_phase(self) except -1 nogil:
         """10 x ``n_split_merge`` singleton proposals (module docstring).
