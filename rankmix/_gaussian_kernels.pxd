@@ -44,9 +44,10 @@ cdef int cholesky(double* A, intp_t d) noexcept nogil
 
 # shared with the other Gaussian families (``_isotropic_kernels``)
 cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil
-cdef void location_add(double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
+cdef void location_add(
+    double* s, double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
 cdef void location_remove(
-    double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
+    double* s, double* mean, const double* x, intp_t d, double kappa_n) noexcept nogil
 cdef void members_mean(
     const double* X, const intp_t* members, intp_t n, intp_t d, double* xbar,
 ) noexcept nogil

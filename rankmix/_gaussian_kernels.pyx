@@ -76,7 +76,9 @@ from libc.string cimport memcpy
 from cython.parallel cimport prange, threadid
 from numpy.random cimport bitgen_t
 
-from ._family cimport Family, block_moments, conjugate_family, explicit_parameters
+from ._family cimport (
+    STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+)
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 
@@ -191,18 +193,25 @@ cdef double dot(const double* u, const double* x, intp_t d) noexcept nogil:
 
 
 cdef void location_add(
+        double* s,          # INOUT state: its count s[STATE_COUNT], n -> n + 1
         double* mean,       # INOUT (d,) m_n -> m_{n+1}
         const double* x,    # IN (d,)
         intp_t d,
         double kappa_n,     # kappa_0 + n, before the point joins
 ) noexcept nogil:
-    """m_{n+1} = (kappa_n m_n + x) / (kappa_n + 1), as m_n + (x - m_n) / (kappa_n + 1)."""
+    """m_{n+1} = (kappa_n m_n + x) / (kappa_n + 1), as m_n + (x - m_n) / (kappa_n + 1).
+
+    Every Gaussian family's state starts with the count and the location, so the
+    families' ``state_add`` end here and in their own ``state_refresh``.
+    """
     cdef intp_t j
     for j in range(d):
         mean[j] += (x[j] - mean[j]) / (kappa_n + 1.0)
+    s[STATE_COUNT] += 1.0
 
 
 cdef void location_remove(
+        double* s,          # INOUT state: its count s[STATE_COUNT], n -> n - 1
         double* mean,       # INOUT (d,) m_n -> m_{n-1}
         const double* x,    # IN (d,) a member
         intp_t d,
@@ -212,6 +221,7 @@ cdef void location_remove(
     cdef intp_t j
     for j in range(d):
         mean[j] = (kappa_n * mean[j] - x[j]) / (kappa_n - 1.0)
+    s[STATE_COUNT] -= 1.0
 
 
 cdef void members_mean(
@@ -314,8 +324,7 @@ cdef void state_add(
         for j in range(d):
             diff = x[j] - mean[j]
             scale[j] += coef * diff * diff
-    location_add(mean, x, d, kn)
-    s[S_COUNT] += 1.0
+    location_add(s, mean, x, d, kn)
     state_refresh(p, s)
 
 
@@ -352,8 +361,7 @@ cdef int state_remove(
             # psi_n >= psi_0 exactly; falling below it means cancellation ate it.
             if not (scale[j] > (1.0 - 1e-8) * p.psi[j]):
                 status = -1
-    location_remove(mean, x, d, kn1)
-    s[S_COUNT] -= 1.0
+    location_remove(s, mean, x, d, kn1)
     if status == 0:
         state_refresh(p, s)
     return status

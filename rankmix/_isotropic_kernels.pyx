@@ -132,8 +132,7 @@ cdef void state_add(
     cdef double kn = p.kappa + s[STATE_COUNT]
     cdef double* mean = s + S_MEAN
     s[S_SCATTER] += kn / (kn + 1.0) * squared_distance(x, mean, p.d)
-    location_add(mean, x, p.d, kn)
-    s[STATE_COUNT] += 1.0
+    location_add(s, mean, x, p.d, kn)
     state_refresh(p, s)
 
 
@@ -153,8 +152,7 @@ cdef int state_remove(
     cdef double kn = kn1 - 1.0
     cdef double* mean = s + S_MEAN
     s[S_SCATTER] -= kn1 / kn * squared_distance(x, mean, p.d)
-    location_remove(mean, x, p.d, kn1)
-    s[STATE_COUNT] -= 1.0
+    location_remove(s, mean, x, p.d, kn1)
     if not (s[S_SCATTER] >= (1.0 - 1e-8) * p.psi):
         return -1
     state_refresh(p, s)
