@@ -79,3 +79,24 @@ cdef inline Py_ssize_t split_merge_pair(
             m += 1
     shuffle(others, m, rng)
     return m
+
+
+cdef inline double split_select_log_ratio(
+        Py_ssize_t K, Py_ssize_t n_a, Py_ssize_t n_b) noexcept nogil:
+    """log [pick the merge back] - log [pick the split], but a merge's partner.
+
+    The samplers that pick a split-merge move by clusters pick a split by a
+    cluster uniformly among the K and an ordered pair (i, j) of its n_c = n_a +
+    n_b points, a merge by a cluster A uniformly, its partner B (uniformly, or
+    as the chain weighs it) and i in A, j in B uniformly. A split of c into A
+    (with i) and B (with j) is undone by the merge of A and B picking (i, j)
+    among K + 1 clusters, so its Metropolis-Hastings ratio gains
+
+        log [1 / ((K + 1) n_a n_b)] - log [1 / (K n_c (n_c - 1))]
+
+    plus log P(B | A) in the split state; a merge of (A, B) among K clusters
+    gains minus this at K - 1, less log P(B | A) in the merge's state.
+    """
+    cdef Py_ssize_t n_c = n_a + n_b
+    return (-log(<double> (K + 1)) - log(<double> n_a * n_b)
+            + log(<double> K) + log(<double> n_c * (n_c - 1)))

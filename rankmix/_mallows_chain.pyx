@@ -50,6 +50,7 @@ from . import _subcluster_chain
 from ._consensus import number_by_first_appearance
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+    split_select_log_ratio,
 )
 from ._counter_rng cimport philox4x64_10, philox_uniform
 from ._openmp cimport max_threads
@@ -274,6 +275,10 @@ cdef class MallowsChain:
         Replace the sequential assignment step by the anchored parallel label step
         (:meth:`_parallel_labels`); requires explicit theta (``beta_gibbs``
         False). Draws the chain's Philox key from ``bit_generator`` first.
+    init_labels : ndarray of shape (N,), dtype=np.intp, default=None
+        Start from this clustering (cluster indices 0 to K - 1, K <= N), each
+        cluster's parameters then fitted to its members, instead of
+        ``sequential_init`` or the random clustering.
     """
 
     cdef object bit_generator
@@ -367,6 +372,7 @@ cdef class MallowsChain:
     cdef double* sm_counts     # (SM_SETS, T) N_j of the set's members
     cdef double* sm_gm         # sub-cluster: (2, N) S's log GM under launch A and B
     cdef intp_t* sm_codes      # sub-cluster: (threads, T) their scratch
+    cdef double pick_log_partner  # a merge's log P(B | A) (_cluster_pair)
     cdef intp_t sm_codes_threads
     cdef intp_t parallel_scan_rows  # PARALLEL_SCAN_ROWS when the chain was made
 
@@ -378,7 +384,7 @@ cdef class MallowsChain:
         const double[::1] r, const double[::1] log_z0, bint beta_gibbs, bint use_mh,
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
         double slice_width=1.0, alpha_prior=None, intp_t n_split_merge=0,
-        bint sequential_init=False, bint subcluster=False,
+        bint sequential_init=False, bint subcluster=False, init_labels=None,
     ):
         cdef intp_t t, i, j, k, n_init
         self.X = X
@@ -460,12 +466,16 @@ cdef class MallowsChain:
             self._make_ladders()
         self._grow(max(2 * init_clusters, 16))
 
+        cdef bint given = init_labels is not None
         n_init = max(1, min(init_clusters, self.N))
+        if given:
+            np.asarray(self.labels)[:] = init_labels
+            n_init = int(np.max(init_labels)) + 1
         with self.bit_generator.lock, nogil:
-            if sequential_init:
+            if sequential_init and not given:
                 self._initialise_sequential()
             else:
-                self._initialise(n_init)
+                self._initialise(n_init, not given)
 
     def __dealloc__(self):
         work_free(&self.work)
@@ -1178,14 +1188,15 @@ cdef class MallowsChain:
         self.log_joint = self._compute_log_joint()
         return 0
 
-    cdef int _initialise(self, intp_t n_init) except -1 nogil:
-        """A random clustering with n_init clusters, then parameters fitted to it."""
+    cdef int _initialise(self, intp_t n_init, bint draw) except -1 nogil:
+        """A clustering into n_init clusters, drawn uniformly (``draw``) or given
+        in ``labels`` (0 to n_init - 1), then parameters fitted to it."""
         cdef intp_t i, a, c, k, j, r
         cdef intp_t* map_ = self.members  # scratch: cluster index -> slot
         for k in range(n_init):
             map_[k] = -1
         for i in range(self.N):
-            k = uniform_index(self.rng, n_init)
+            k = uniform_index(self.rng, n_init) if draw else self.labels[i]
             if map_[k] < 0:
                 map_[k] = self._open_slot()
             self.labels[i] = map_[k]
@@ -1495,6 +1506,88 @@ cdef class MallowsChain:
         self._refresh(c)
         return 0
 
+    cdef double _partner_log_weights(
+        self, const intp_t* centre, intp_t skip, intp_t extra,
+    ) noexcept nogil:
+        """``log_prob[b]`` <- log GM(centre | sigma_k, theta_k) for each active slot
+        k = ``active[b]`` (-inf for ``skip``), and ``log_prob[K]`` <- the same
+        under parameter set ``extra`` of the split-merge scratch (if ``extra`` >=
+        0); ``centre`` is a cluster's sigma, read as a top-T ranking. Returns the
+        log of their sum: the normaliser of the merge partner's probability."""
+        cdef intp_t b, k, K = self.slots.n_active
+        for b in range(K):
+            k = self.slots.active[b]
+            if k == skip:
+                self.log_prob[b] = -INFINITY
+                continue
+            self.log_prob[b] = gm_log_density(
+                centre, self.T, self.position + k * self.n, self.theta + k * self.T,
+                self.log_norm + k * (self.T + 1), self.code)
+        if extra < 0:
+            return log_sum_exp(self.log_prob, K)
+        self.log_prob[K] = gm_log_density(
+            centre, self.T, self.sm_pos + extra * self.n, self.sm_theta + extra * self.T,
+            self.sm_norm + extra * (self.T + 1), self.code)
+        return log_sum_exp(self.log_prob, K + 1)
+
+    cdef intp_t _cluster_pair(self, intp_t* i, intp_t* j) noexcept nogil:
+        """The Gibbs samplers' pick of (i, j) and S: by clusters, a merge by
+        similar centres (the ``_split_merge`` docstring).
+
+        A split (probability 1/2) picks a cluster uniformly among the K and an
+        ordered pair (i, j) of its rankings. A merge picks a cluster A uniformly,
+        then B with probability GM(sigma_A | sigma_B, theta_B) / Z_A over the
+        other clusters (Z_A their sum), then i in A and j in B uniformly; it
+        leaves log GM(sigma_A | B) - log Z_A in ``pick_log_partner``. S, the
+        other rankings of those clusters, goes to ``sm_points`` in a uniform
+        random order. Returns |S|, or -1 when there is nothing to propose (a
+        singleton picked for a split; K = 1 for a merge).
+        """
+        cdef intp_t K = self.slots.n_active, c_a, c_b, r, k, m = 0
+        cdef intp_t pick_i, pick_j, seen_a = 0, seen_b = 0
+        cdef bint split = uniform(self.rng) < 0.5
+        cdef double log_z
+        if split:
+            c_a = c_b = self.slots.active[uniform_index(self.rng, K)]
+            if self.size[c_a] < 2:
+                return -1
+            pick_i = uniform_index(self.rng, self.size[c_a])
+            pick_j = uniform_index(self.rng, self.size[c_a] - 1)
+            pick_j += pick_j >= pick_i
+        else:
+            if K < 2:
+                return -1
+            c_a = self.slots.active[uniform_index(self.rng, K)]
+            log_z = self._partner_log_weights(self.sigma + c_a * self.n, c_a, -1)
+            # never A (its weight is 0); the draw overwrites the weights
+            c_b = self.slots.active[draw_from_logs(self.log_prob, K, self.rng)]
+            self.pick_log_partner = gm_log_density(
+                self.sigma + c_a * self.n, self.T, self.position + c_b * self.n,
+                self.theta + c_b * self.T, self.log_norm + c_b * (self.T + 1),
+                self.code) - log_z
+            pick_i = uniform_index(self.rng, self.size[c_a])
+            pick_j = uniform_index(self.rng, self.size[c_b])
+        for r in range(self.N):
+            k = self.labels[r]
+            if k == c_a:
+                if seen_a == pick_i:
+                    i[0] = r
+                elif split and seen_a == pick_j:
+                    j[0] = r
+                else:
+                    self.sm_points[m] = r
+                    m += 1
+                seen_a += 1
+            elif k == c_b:
+                if seen_b == pick_j:
+                    j[0] = r
+                else:
+                    self.sm_points[m] = r
+                    m += 1
+                seen_b += 1
+        shuffle(self.sm_points, m, self.rng)
+        return m
+
     cdef int _split_merge(self) except -1 nogil:
         """One split-merge proposal and its Metropolis-Hastings decision.
 
@@ -1505,9 +1598,15 @@ cdef class MallowsChain:
         log Gamma(n_k)).
 
         Proposal (Jain & Neal 2004's restricted Gibbs split-merge, here with
-        explicit parameters). Draw an ordered pair (i, j) of distinct rankings
-        uniformly, a uniform random order of S, the other rankings of c_i's and
-        c_j's clusters, and a fair coin that picks the kernel, "kept" or "fresh";
+        explicit parameters). Pick an ordered pair (i, j) of distinct rankings:
+        the sub-cluster sampler uniformly, whose pick has the same probability
+        in both directions of the move; the Gibbs samplers by clusters
+        (:meth:`_cluster_pair`), a merge's partner by the similarity of the
+        centres, whose pick probabilities enter the ratio below
+        (``split_select_log_ratio`` and log P(B | A) in the state the split
+        makes, or in the merge's). Then draw a uniform random order of S, the
+        other rankings of c_i's and c_j's clusters, and a fair coin that picks
+        the kernel, "kept" or "fresh";
         build the launch state (:meth:`_launch`) from (i, j, S) alone: a two-way
         allocation of S with launch parameters (sigma^A, theta^A), (sigma^B,
         theta^B) for i's and j's sides (and, for "fresh", a reference theta^M for
@@ -1529,7 +1628,7 @@ cdef class MallowsChain:
               log r = log alpha + log Gamma(n_A) + log Gamma(n_B) - log Gamma(n_C)
                       + F(A) + F(B) - F(C) + log Q_merge - log q_alloc(A, B)
                       - log Q(sigma_B, theta_B | B, theta^B) [- log Q(sigma_A,
-                      theta_A | A, theta^A), "fresh"],
+                      theta_A | A, theta^A), "fresh"] [+ the pick's terms],
 
           with log Q_merge = 0 ("kept") or log Q(sigma_C, theta_C | U, theta^M).
 
@@ -1541,9 +1640,11 @@ cdef class MallowsChain:
           parameters that split would propose. log r is minus the split's
           formula with the roles swapped.
 
-        The pair, the order, the coin and the launch are drawn alike whichever
-        the state (they depend on the two clusters' union only), so they are
-        auxiliary variables of a Metropolis-Hastings step on the augmented space,
+        The order, the coin and the launch are drawn alike whichever the state
+        (they depend on the two clusters' union only), and the pair's
+        probability is in the ratio where it differs between the directions, so
+        they are auxiliary variables of a Metropolis-Hastings step on the
+        augmented space,
         and each kernel leaves the posterior p(c, sigma, theta | X, alpha)
         invariant (Jain & Neal 2004, sec. 3; Tierney 1998): "kept" maps (C's
         parameters, B's proposed ones) to (A's, B's) by a copy, a bijection. The
@@ -1563,12 +1664,19 @@ cdef class MallowsChain:
         clustering mix. Its Beta-Gibbs statistics are rebuilt for the new clusters.
         """
         cdef intp_t i, j, k, r, m, ci, cj, c_new, n_a, n_b, n_u
-        cdef double log_ratio, log_q, log_back, f_a, f_b, f_u
+        cdef double log_ratio, log_q, log_back, f_a, f_b, f_u, log_z
         cdef const double* ref_a = self.sm_theta + SM_LAUNCH_A * self.T
         cdef const double* ref_b = self.sm_theta + SM_LAUNCH_B * self.T
         cdef const double* ref_m = self.sm_theta + SM_LAUNCH_MERGED * self.T
         cdef bint kept
-        m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
+        cdef intp_t K = self.slots.n_active
+        cdef bint by_cluster = not self.subcluster
+        if by_cluster:
+            m = self._cluster_pair(&i, &j)
+            if m < 0:
+                return 0
+        else:
+            m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
         ci = self.labels[i]
         cj = self.labels[j]
         kept = uniform(self.rng) < 0.5
@@ -1598,6 +1706,9 @@ cdef class MallowsChain:
                 f_u = self._set_log_score(SM_MERGED)
             log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                          - lgamma(<double> n_u) + f_a + f_b - f_u + log_back - log_q)
+            if by_cluster:   # the merge back picks B as A's partner among K + 1
+                log_z = self._partner_log_weights(self.sm_sigma + SM_A * self.n, ci, SM_B)
+                log_ratio += self.log_prob[K] - log_z + split_select_log_ratio(K, n_a, n_b)
             if log(uniform(self.rng)) < log_ratio:
                 self.n_split_accepted += 1
                 c_new = self._open_slot()
@@ -1636,6 +1747,8 @@ cdef class MallowsChain:
         # and whose split proposal density log_back
         log_ratio = -(log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                       - lgamma(<double> n_u) + f_a + f_b - f_u + log_q - log_back)
+        if by_cluster:
+            log_ratio -= self.pick_log_partner + split_select_log_ratio(K - 1, n_a, n_b)
         if log(uniform(self.rng)) < log_ratio:
             self.n_merge_accepted += 1
             for r in range(m):

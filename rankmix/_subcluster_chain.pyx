@@ -108,7 +108,7 @@ from libc.string cimport memcpy, memmove
 
 from ._collapsed_chain cimport CollapsedChain
 from ._collapsed_chain import CollapsedChain as _CollapsedChain
-from ._dp_prior cimport escobar_west
+from ._dp_prior cimport escobar_west, split_select_log_ratio
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
     family_log_likelihood_t, family_log_marginal, family_rebuild, family_remove,
@@ -857,9 +857,9 @@ cdef class SubclusterChain(CollapsedChain):
                      + family_log_marginal(&self.f, self.state_b))
         if split:
             self.n_split += 1
-            # select the merge back / select this split: K -> K + 1 clusters
-            log_select = (-log(<double> (K + 1) * K) - log(<double> n_a * n_b)
-                          + log(<double> K) + log(<double> n_c * (n_c - 1)))
+            # pick the merge back / pick this split: K -> K + 1 clusters, the
+            # partner uniform among the K others
+            log_select = split_select_log_ratio(K, n_a, n_b) - log(<double> K)
             log_ratio += (log_select - log_q
                           - family_log_marginal(&self.f, self._state(c_a)))
             if log(uniform(self.rng)) >= log_ratio:
@@ -874,9 +874,9 @@ cdef class SubclusterChain(CollapsedChain):
                     self.labels[self.launch_rows[k]] = c_new
             return True
         self.n_merge += 1
-        # select the split back (K - 1 clusters) / select this merge (K clusters)
-        log_select = (-log(<double> (K - 1)) - log(<double> n_c * (n_c - 1))
-                      + log(<double> K * (K - 1)) + log(<double> n_a * n_b))
+        # pick the split back (K - 1 clusters) / pick this merge (K clusters,
+        # the partner uniform among the K - 1 others)
+        log_select = log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b)
         log_ratio = family_log_marginal(&self.f, self.state_m) - log_ratio + log_q + log_select
         if log(uniform(self.rng)) >= log_ratio:
             return False
