@@ -16,9 +16,9 @@ threads, ``n_jobs`` = the number of chains); printed are:
 * the sizes and the three first-choice candidates of the largest clusters of
   the point estimate.
 
-Configurations: the defaults; and, when DPMallowsClustering accepts them, the
-shared moves of the sampler core: ``alpha_prior=(1, 1)`` and split-merge
-(``n_split_merge``). ``--params`` adds any other, as ``name=value`` pairs.
+Configurations: the defaults; ``alpha_prior=(1, 1)``; each other sampler with
+its own defaults (``sampler=...``). ``--only`` picks some by label; ``--params``
+adds any other, as ``name=value`` pairs.
 
 Usage::
 
@@ -50,14 +50,10 @@ def configurations(extra):
     found = {"defaults": {}}
     if "alpha_prior" in accepted:
         found["alpha_prior=(1, 1)"] = {"alpha_prior": (1.0, 1.0)}
-    if "n_split_merge" in accepted:
-        # one proposal a sweep where the default sampler runs none ("auto": 0)
-        found["split-merge"] = {"n_split_merge": 1}
-        if "alpha_prior" in accepted:
-            found["split-merge + alpha_prior"] = {
-                "n_split_merge": 1,
-                "alpha_prior": (1.0, 1.0),
-            }
+    # the other samplers, each with its own defaults ("auto" start and proposals)
+    for sampler in ("beta-gibbs", "slice-gibbs", "subcluster"):
+        if sampler != accepted["sampler"]:
+            found[f"sampler={sampler}"] = {"sampler": sampler}
     if extra:
         found[" ".join(extra)] = {
             name: ast.literal_eval(value)

@@ -339,9 +339,10 @@ def _add_sampler_options(parser, n_iter):
     parser.add_argument(
         "--sampler",
         choices=SAMPLERS,
-        default="beta-gibbs",
+        default=DPMallowsClustering().sampler,
         help=(
-            "MCMC sampler: Meila & Chen's beta-gibbs or slice-gibbs, or subcluster "
+            "MCMC sampler: Meila & Chen's slice-gibbs (exact, with one split-merge "
+            "proposal per sweep) or beta-gibbs (approximate), or subcluster "
             f"(parallel, with {SUBCLUSTER_SPLIT_MERGE} split-merge proposals per "
             "sweep) (default: %(default)s)"
         ),

@@ -32,6 +32,36 @@ from ._validation import (
 # to 64 per data set), at 6 and 14 ms per sweep (t = 10, 19) on one thread; 10 did
 # as well without the singleton moves, at 15 and 36 ms.
 SUBCLUSTER_SPLIT_MERGE = 4
+# n_split_merge="auto" per sampler. Slice-Gibbs: one proposal a sweep, whose merge
+# picks the partner cluster by the similarity of the centres (the chain's
+# ``_cluster_pair``), joins the two halves of a true cluster that its sequential
+# start sometimes leaves and single-site Gibbs keeps (bench_mallows_paper.py:
+# VI <= 0.01 by sweep 100 in 59 of 60 replicates over three seeds of 5, against 56
+# of 60 without; 2 or 3 proposals did no better), for about 0.6 ms a sweep at
+# t = 10 and 1.3 ms at t = 19. Beta-Gibbs: none (the move targets the exact
+# posterior, not its approximation).
+AUTO_SPLIT_MERGE = {
+    "slice-gibbs": 1,
+    "beta-gibbs": 0,
+    "subcluster": SUBCLUSTER_SPLIT_MERGE,
+}
+
+
+def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator):
+    """A chain that starts from the clustering of Beta-Gibbs's sequential prediction.
+
+    Slice-Gibbs's sequential start seats each ranking by the exact assignment
+    step, where a new cluster's theta comes from the prior (one ranking carries no
+    information on it): the clusters it opens are too dispersed to attract the
+    rankings that follow, so the start splits the true clusters into fragments
+    (VI 0.87 to 1.15 from the truth on Meila & Chen's data sets, against 0.01 to
+    0.07 for Beta-Gibbs's start), which single-site Gibbs merges slowly. Beta-Gibbs's
+    predictive integrates theta out (approximately), so its start is kept and the
+    exact chain then fits each cluster's (sigma, theta) to its members. The start
+    draws from ``bit_generator`` before the chain does: one random stream.
+    """
+    labels = make_start(bit_generator).snapshot()[0].astype(np.intp)
+    return make_chain(bit_generator, init_labels=labels)
 
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
@@ -56,11 +86,15 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         smaller theta, that is more dispersed clusters. Each rate ``nu * r_j``
         must lie in [1e-300, 1e12], the range in which double precision can
         normalise and sample the prior; other values raise a ValueError.
-    sampler : {"beta-gibbs", "slice-gibbs", "subcluster"}, default="beta-gibbs"
+    sampler : {"slice-gibbs", "beta-gibbs", "subcluster"}, default="slice-gibbs"
         "slice-gibbs" (Figure 1 of the paper) samples theta explicitly by slice
         sampling; with ``sigma_update="mh"`` it is an exact MCMC for the model.
+        By default it starts from Beta-Gibbs's sequential prediction and makes
+        one split-merge proposal a sweep (``init`` and ``n_split_merge``).
         "beta-gibbs" (Figure 5) integrates theta out of the assignment step with
-        the paper's Beta approximation: usually faster to mix, approximate by design.
+        the paper's Beta approximation: approximate by design, it keeps more
+        clusters than the exact posterior and predicts held-out rankings less
+        well (Notes, "Choice of the default").
         "subcluster" keeps Slice-Gibbs's explicit sigma and theta but draws all
         the labels at once, in parallel, given the clusters' parameters and
         weights (the restricted step of Chang & Fisher 2013, made exact by
@@ -89,6 +123,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         sequential prediction (Liang et al. 2007, sec. 5.1), the rankings added
         one at a time in a random order, each drawn into a cluster given the
         rankings before it by the assignment step (the cost of one sweep).
+        Slice-Gibbs starts from Beta-Gibbs's sequential prediction, the same
+        stream, then fits each cluster's (sigma, theta) to its members: its own
+        assignment step draws a new cluster's theta from the prior (one ranking
+        says nothing of it), so the clusters it opens are too dispersed to
+        attract the rankings that follow, and its own start was VI 0.87 to 1.15
+        from the truth on Meila & Chen's data sets, where Beta-Gibbs's is 0.01
+        to 0.07 (``benchmarks/bench_mallows_paper.py``).
         ``"random"``: each ranking uniformly in one of ``init_clusters``
         clusters. Random clusters are blends of the true ones, which Gibbs
         sweeps take long to take apart: on Meila & Chen's data sets 3 and 4
@@ -116,14 +157,17 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         split-merge proposal. ``"auto"``: 4 for ``"subcluster"`` (on Meila &
         Chen's four data sets it reached VI <= 0.01 in every replicate, as 10
         did, at about half the time per sweep; at the college-applications
-        scale both reach the same clustering in the same time), 0 for the
-        Gibbs samplers. Each is an exact Metropolis-Hastings step
-        for the clustering and the clusters' (sigma, theta) (see Notes), which
-        moves many rankings at once: it joins the halves of a split cluster
-        that single-site Gibbs merges only slowly. Each proposal costs about a
-        fifth of a Gibbs sweep on 5,000 rankings of 20 items (2 ms at t = 10,
-        3 ms at t = 19), so the Gibbs samplers run without them by default; 1
-        to 3 pay off where Gibbs leaves split clusters behind.
+        scale both reach the same clustering in the same time), 1 for
+        ``"slice-gibbs"``, 0 for ``"beta-gibbs"`` (the move targets the exact
+        posterior, not Beta-Gibbs's approximation). Each is an exact
+        Metropolis-Hastings step for the clustering and the clusters' (sigma,
+        theta) (see Notes), which moves many rankings at once: it joins the
+        halves of a split cluster that single-site Gibbs merges only slowly.
+        With the Gibbs samplers a merge picks the partner cluster by the
+        similarity of the central rankings, so it finds those halves; one
+        proposal a sweep costs Slice-Gibbs about 0.6 ms at t = 10 and 1.3 ms
+        at t = 19 on 5,000 rankings of 20 items (a sweep without it takes 3.3
+        and 7.4 ms).
     n_items : int, default=None
         Number of items n. None takes the largest item id of the training data + 1.
         At most 2**14 = 16384: each chain allocates an n x n float64 work matrix
@@ -235,53 +279,65 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     approximation of the posterior. ``score_samples`` uses the explicit theta of
     every draw, so it is a normalised density for both samplers.
 
-    Split-merge (Jain & Neal 2004, restricted Gibbs launch). A proposal draws
-    two rankings i and j; if they share a cluster it proposes to split it, else
-    to merge their clusters. A launch state, drawn from the two clusters' union
-    alone (the same whichever way the move goes), allocates the other rankings
-    to i's or j's side by a few restricted Gibbs scans; a final scan gives the
-    split. Each new cluster's sigma is drawn from the stagewise proposal of the
-    MH sigma step, given its members and a launch theta, and its theta from the
-    exact conditional given sigma (density (10), normalised by quadrature);
-    except that, by a fair coin drawn with the pair, i's cluster may keep its
-    own (sigma, theta) (a split then draws j's side's only, a merge gives the
-    union i's cluster's). On a cluster of thousands of rankings the stagewise
-    proposal and the exact conditional of sigma are both sharp, at different
-    rankings, so the move that draws every cluster's parameters is almost never
-    accepted there and the one that keeps them is. The
-    acceptance ratio holds the model's ratio, alpha Gamma(n_A) Gamma(n_B) /
-    Gamma(n_C) times the clusters' P0(sigma, theta) prod GM, and every proposal
-    density: the allocation's, the new parameters', and the reverse move's
-    proposal of the parameters it would restore. So the move leaves the
+    Split-merge (Jain & Neal 2004, restricted Gibbs launch). A proposal picks
+    two rankings i and j. The Gibbs samplers pick by clusters: a split (with
+    probability 1/2) takes a cluster uniformly and an ordered pair of its
+    rankings; a merge takes a cluster A uniformly, a partner B with probability
+    proportional to GM(sigma_A | sigma_B, theta_B) (sigma_A read as a top-t
+    ranking: how well B's model explains A's centre), then i in A and j in B
+    uniformly. So the merges that matter, of two clusters with nearly the same
+    centre, are proposed at once, where a uniform pair of rankings picks two
+    halves of 100 and 400 of 5,000 rankings once in 300 proposals. The
+    sub-cluster sampler picks two rankings uniformly (if they share a cluster
+    it proposes to split it, else to merge their clusters). A launch state,
+    drawn from the two clusters' union alone (the same whichever way the move
+    goes), allocates the other rankings to i's or j's side by a few restricted
+    Gibbs scans; a final scan gives the split. Each new cluster's sigma is
+    drawn from the stagewise proposal of the MH sigma step, given its members
+    and a launch theta, and its theta from the exact conditional given sigma
+    (density (10), normalised by quadrature); except that, by a fair coin drawn
+    with the pair, i's cluster may keep its own (sigma, theta) (a split then
+    draws j's side's only, a merge gives the union i's cluster's). On a cluster
+    of thousands of rankings the stagewise proposal and the exact conditional
+    of sigma are both sharp, at different rankings, so the move that draws
+    every cluster's parameters is almost never accepted there and the one that
+    keeps them is. The acceptance ratio holds the model's ratio, alpha
+    Gamma(n_A) Gamma(n_B) / Gamma(n_C) times the clusters' P0(sigma, theta)
+    prod GM, and every proposal density: the pick's in both directions (for a
+    split, the reverse merge's choice of B as A's partner among the clusters
+    the split makes), the allocation's, the new parameters', and the reverse
+    move's proposal of the parameters it would restore. So the move leaves the
     posterior of (c, sigma, theta) invariant, and with ``sampler="slice-gibbs",
     sigma_update="mh"`` the chain stays exact. With ``"beta-gibbs"`` the same
     step runs: it preserves that exact posterior, not the Beta approximation
     the other Beta-Gibbs moves target, so there it is a mixing aid only.
 
-    Choice of the default. Beta-Gibbs is approximate, and on Meila & Chen's
-    data set 4 (5,000 rankings of 20 items, ``benchmarks/bench_mallows_paper.py``)
-    it reached VI <= 0.01 from the true clustering within 100 sweeps in 2 of 3
-    and 3 of 5 replicates, also with split-merge: its Beta approximation keeps
-    an extra cluster of about 100 rankings that the exact samplers merge. The
-    exact sub-cluster sampler from one cluster reached it in 3 of 3 and 5 of 5
-    on all four data sets at Beta-Gibbs's cost per sweep, but on diffuse real
-    data it does not converge in a run of default length. On 2,000 sushi
-    rankings the exact samplers settle near 20 clusters (Slice-Gibbs and the
-    sub-cluster sampler from the sequential start: 20 to 22 after 800 sweeps),
-    Beta-Gibbs holds about 30 (its approximation again), and the sub-cluster
-    sampler from one cluster climbs slowly: 10 or 11 clusters after the
-    default 200 sweeps, with chains that disagree (a ConvergenceWarning), 14
-    to 16 after 800. Its held-out log-likelihood on the other 3,000 rankings
-    is nonetheless above Beta-Gibbs's (-13.66 against -13.71 per ranking at
-    200 sweeps; -13.62 against -13.69 at 800, the exact samplers from the
-    sequential start -13.59 to -13.60). On Jester's 1,000 rankings, in the
-    gallery example's shorter run, Beta-Gibbs was above it (-19.742 against
-    -19.873). From the sequential start the sub-cluster sampler keeps
-    fragments of well-separated clusters (VI <= 0.01 in 1 of 12 replicates on
-    the synthetic data). No default wins everywhere yet; Beta-Gibbs stays,
-    whose chains agree with each other on these data. Prefer ``"subcluster"``
-    for large, well-separated data, many cores, or the exact posterior, and
-    run it until its chains agree.
+    Choice of the default. Slice-Gibbs is the default: it is exact, and it
+    predicts best. Held-out log-likelihood per ranking
+    (``benchmarks/bench_mallows_real.py``: 2,000 rankings fitted, 3,000 others
+    scored, every other parameter at its default, two seeds) on sushi, Jester,
+    APA and the Meath ballots: Slice-Gibbs -13.606, -19.630, -3.685, -8.900;
+    Beta-Gibbs -13.697, -19.639, -3.705, -8.918; the sub-cluster sampler
+    -13.659, -19.728, -3.690, -8.962 (means of the two seeds; Slice-Gibbs above
+    Beta-Gibbs in all eight fits).
+    Beta-Gibbs's approximation keeps more clusters than the exact posterior (on
+    sushi about 30 where the exact samplers settle near 20; on Meila & Chen's
+    data set 4 an extra one of about 100 rankings, which the exact samplers
+    merge and split-merge does not remove): VI <= 0.01 within 100 sweeps missed
+    in 1 of 3 replicates on data set 4, and in 1 of 5 on data set 1 with
+    another seed. With its
+    start and split-merge move above, Slice-Gibbs reaches VI <= 0.01 within
+    100 sweeps in 3 of 3 replicates on all four data sets of the paper (59 of
+    60 over three seeds of 5; 56 of 60 without split-merge) at 3.9 to 4.2 ms
+    per sweep for t = 10 and 8.7 to 8.8 ms for t = 19, and takes 0.49 s per
+    sweep at the scale of the paper's
+    college applications (53,757 rankings of 533 items; Beta-Gibbs 0.69 s).
+    The sub-cluster sampler from its one-cluster start climbs slowly on
+    diffuse data (on sushi 10 or 11 clusters after 200 sweeps, 14 to 16
+    after 800); prefer it for large, well-separated data and many cores, run
+    until its chains agree. On diffuse real data no sampler's chains agree
+    within the default 200 sweeps every time: check ``rhat_`` and run longer
+    where they do not.
 
     Sub-cluster sampler (``sampler="subcluster"``). Given the clusters'
     (sigma, theta) and weights pi, the labels are independent, so they can be
@@ -381,7 +437,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         alpha=1.0,
         nu=1.0,
         r=1.0,
-        sampler="beta-gibbs",
+        sampler="slice-gibbs",
         sigma_update="mh",
         n_gibbs=10,
         n_slices=3,
@@ -604,7 +660,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
 
         # a partial, not a closure: it pickles, so that chains can run in other
         # processes; the engine passes the bit generator, the last positional
-        return partial(
+        make_chain = partial(
             MallowsChain,
             X,
             n_items,
@@ -622,13 +678,31 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             sequential_init=sequential_init,
             subcluster=self.sampler == "subcluster",
         )
+        if not (sequential_init and self.sampler == "slice-gibbs"):
+            return make_chain
+        make_start = partial(
+            MallowsChain,
+            X,
+            n_items,
+            alpha,
+            nu,
+            r,
+            log_norm,
+            True,
+            use_mh,
+            n_gibbs,
+            n_slices,
+            init_clusters,
+            sequential_init=True,
+        )
+        return partial(_chain_from_beta_gibbs_start, make_start, make_chain)
 
     def _split_merges(self):
         """``n_split_merge``, "auto" resolved: 4 for "subcluster", whose splits
         and singleton moves (10 per split-merge proposal) are its only sources
         of new clusters; 0 (off) for the Gibbs samplers."""
         if self.n_split_merge == "auto":
-            return SUBCLUSTER_SPLIT_MERGE if self.sampler == "subcluster" else 0
+            return AUTO_SPLIT_MERGE[self.sampler]
         return self.n_split_merge
 
     def _start(self, n_samples):

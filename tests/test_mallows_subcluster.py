@@ -12,7 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
 from rankmix.datasets import make_mallows_mixture
-from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
+from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE, _chain_from_beta_gibbs_start
 
 from . import _dp_reference as dpref
 from ._threads import fit_on_threads
@@ -211,7 +211,7 @@ def test_bad_parameters_are_refused(params, match):
     "sampler, split_merges, sequential, init_clusters",
     [
         ("beta-gibbs", 0, True, 20),
-        ("slice-gibbs", 0, True, 20),
+        ("slice-gibbs", 1, True, 20),
         ("subcluster", SUBCLUSTER_SPLIT_MERGE, False, 1),
     ],
 )
@@ -219,24 +219,52 @@ def test_auto_defaults_suit_the_sampler(
     sampler, split_merges, sequential, init_clusters
 ):
     # n_split_merge="auto" and init="auto": the Gibbs samplers start from
-    # sequential prediction without split-merge; "subcluster", whose splits are
-    # its only source of clusters, from one cluster with SUBCLUSTER_SPLIT_MERGE
-    # proposals a sweep
+    # sequential prediction, Slice-Gibbs with one split-merge proposal a sweep,
+    # Beta-Gibbs without; "subcluster", whose splits are its only source of
+    # clusters, from one cluster with SUBCLUSTER_SPLIT_MERGE proposals a sweep
     X = make_mallows_mixture(
         n_clusters=2, n_per_cluster=30, n_items=8, t=4, theta=1.0, random_state=0
     )[0]
     model = DPMallowsClustering(sampler=sampler)
     assert model.get_params()["n_split_merge"] == "auto"
     assert model.get_params()["init"] == "auto"
-    factory = model._chain_factory(model._prepare(X))
+    factory = _chain_partial(model._chain_factory(model._prepare(X)))
     assert factory.keywords["n_split_merge"] == split_merges
     assert factory.keywords["sequential_init"] is sequential
     assert factory.args[10] == init_clusters  # MallowsChain's init_clusters
     # what the user sets is what runs
     model.set_params(n_split_merge=2, init="sequential")
-    factory = model._chain_factory(model._prepare(X))
+    factory = _chain_partial(model._chain_factory(model._prepare(X)))
     assert factory.keywords["n_split_merge"] == 2
     assert factory.keywords["sequential_init"] is True
+
+
+def _chain_partial(factory):
+    """The partial of MallowsChain that a chain factory calls last."""
+    if factory.func is _chain_from_beta_gibbs_start:
+        return factory.args[1]
+    return factory
+
+
+def test_slice_gibbs_starts_where_beta_gibbs_sequential_prediction_ends():
+    # Slice-Gibbs's sequential start is Beta-Gibbs's: its clustering, from the
+    # same stream, with each cluster's parameters then fitted to its members
+    X = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=60, n_items=10, t=5, theta=1.0, random_state=2
+    )[0]
+    model = DPMallowsClustering(sampler="slice-gibbs")
+    factory = model._chain_factory(model._prepare(X))
+    assert factory.func is _chain_from_beta_gibbs_start
+    beta = DPMallowsClustering(sampler="beta-gibbs")
+    start = beta._chain_factory(beta._prepare(X))(np.random.PCG64(5))
+    chain = factory(np.random.PCG64(5))
+    assert_array_equal(chain.snapshot()[0], start.snapshot()[0])
+    assert chain.snapshot()[-1].sum() == len(X)
+    # a random start stays the chain's own
+    model.set_params(init="random")
+    assert model._chain_factory(model._prepare(X)).func is not (
+        _chain_from_beta_gibbs_start
+    )
 
 
 def test_default_subcluster_fit_finds_the_clusters():
