@@ -452,7 +452,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     >>> from rankmix import DPGaussianClustering
     >>> X, y = make_blobs(n_samples=300, centers=3, cluster_std=5.0,
     ...                   center_box=(-100, 100), random_state=0)
-    >>> model = DPGaussianClustering(n_iter=40, burn_in=20, random_state=0).fit(X)
+    >>> model = DPGaussianClustering(random_state=0).fit(X)
     >>> model.n_clusters_
     3
     >>> model.means_.shape, model.covariances_.shape

@@ -60,7 +60,7 @@ scores, n_clusters = [], []
 kde_scores, ebms_scores = [], []
 for n_train in SIZES:
     X_train = X_pool[:n_train]
-    model = DPMallowsClustering(n_iter=60, burn_in=30, thin=3, random_state=0)
+    model = DPMallowsClustering(random_state=0)
     model.fit(X_train)
     scores.append(model.score(X_test))
     n_clusters.append(model.n_clusters_)

@@ -31,8 +31,11 @@ N_SWEEPS = 100 if FULL else 40
 
 
 def vi_per_sweep(X, y, sampler, seed):
-    """VI to the truth after each sweep of one chain."""
-    model = DPMallowsClustering(sampler=sampler, init="random", init_clusters=20)
+    """VI to the truth after each sweep of one chain, plain Gibbs sweeps as in the
+    paper (the estimator's Slice-Gibbs adds a split-merge proposal a sweep)."""
+    model = DPMallowsClustering(
+        sampler=sampler, init="random", init_clusters=20, n_split_merge=0
+    )
     X = model._prepare(X)
     chain = model._chain_factory(X)(np.random.PCG64(seed))
     trajectory = []

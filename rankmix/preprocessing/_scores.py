@@ -159,8 +159,7 @@ class ScoresToRankings(TransformerMixin, BaseEstimator):
     >>> ratings[rng.uniform(size=ratings.shape) < 0.1] = np.nan  # not rated
     >>> pipe = make_pipeline(
     ...     ScoresToRankings(t=3),
-    ...     DPMallowsClustering(alpha=0.05, n_items=ratings.shape[1], n_iter=40,
-    ...                         burn_in=20, random_state=0),
+    ...     DPMallowsClustering(alpha=0.05, n_items=ratings.shape[1], random_state=0),
     ... )
     >>> labels = pipe.fit_predict(ratings)
     >>> pipe[-1].n_clusters_
