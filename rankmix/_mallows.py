@@ -319,25 +319,23 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     APA and the Meath ballots: Slice-Gibbs -13.606, -19.630, -3.685, -8.900;
     Beta-Gibbs -13.697, -19.639, -3.705, -8.918; the sub-cluster sampler
     -13.659, -19.728, -3.690, -8.962 (means of the two seeds; Slice-Gibbs above
-    Beta-Gibbs in all eight fits).
-    Beta-Gibbs's approximation keeps more clusters than the exact posterior (on
-    sushi about 30 where the exact samplers settle near 20; on Meila & Chen's
-    data set 4 an extra one of about 100 rankings, which the exact samplers
-    merge and split-merge does not remove): VI <= 0.01 within 100 sweeps missed
-    in 1 of 3 replicates on data set 4, and in 1 of 5 on data set 1 with
-    another seed. With its
-    start and split-merge move above, Slice-Gibbs reaches VI <= 0.01 within
-    100 sweeps in 3 of 3 replicates on all four data sets of the paper (59 of
-    60 over three seeds of 5; 56 of 60 without split-merge) at 3.9 to 4.2 ms
-    per sweep for t = 10 and 8.7 to 8.8 ms for t = 19, and takes 0.49 s per
-    sweep at the scale of the paper's
-    college applications (53,757 rankings of 533 items; Beta-Gibbs 0.69 s).
-    The sub-cluster sampler from its one-cluster start climbs slowly on
-    diffuse data (on sushi 10 or 11 clusters after 200 sweeps, 14 to 16
-    after 800); prefer it for large, well-separated data and many cores, run
-    until its chains agree. On diffuse real data no sampler's chains agree
-    within the default 200 sweeps every time: check ``rhat_`` and run longer
-    where they do not.
+    Beta-Gibbs in all eight fits). Beta-Gibbs's approximation keeps more
+    clusters than the exact posterior (on sushi about 30 where the exact
+    samplers settle near 20; on Meila & Chen's data set 4 an extra one of about
+    100 rankings, which the exact samplers merge and split-merge does not
+    remove): VI <= 0.01 within 100 sweeps missed in 1 of 3 replicates on data
+    set 4, and in 1 of 5 on data set 1 with another seed. With its start and
+    split-merge move above, Slice-Gibbs reaches VI <= 0.01 within 100 sweeps in
+    3 of 3 replicates on all four data sets of the paper (59 of 60 over three
+    seeds of 5; 56 of 60 without split-merge) at 3.9 to 4.2 ms per sweep for t =
+    10 and 8.7 to 8.8 ms for t = 19, and takes 0.49 s per sweep at the scale of
+    the paper's college applications (53,757 rankings of 533 items; Beta-Gibbs
+    0.69 s). The sub-cluster sampler from its one-cluster start climbs slowly on
+    diffuse data (on sushi 10 or 11 clusters after 200 sweeps, 14 to 16 after
+    800); prefer it for large, well-separated data and many cores, run until its
+    chains agree. On diffuse real data no sampler's chains agree within the
+    default 200 sweeps every time: check ``rhat_`` and run longer where they do
+    not.
 
     Sub-cluster sampler (``sampler="subcluster"``). Given the clusters'
     (sigma, theta) and weights pi, the labels are independent, so they can be
@@ -700,9 +698,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         return partial(_chain_from_beta_gibbs_start, make_start, make_chain)
 
     def _split_merges(self):
-        """``n_split_merge``, "auto" resolved: 4 for "subcluster", whose splits
-        and singleton moves (10 per split-merge proposal) are its only sources
-        of new clusters; 0 (off) for the Gibbs samplers."""
+        """``n_split_merge``, "auto" resolved (``AUTO_SPLIT_MERGE``): 4 for
+        "subcluster", whose splits and singleton moves (10 per split-merge
+        proposal) are its only sources of new clusters; 1 for "slice-gibbs"; 0
+        (off) for "beta-gibbs"."""
         if self.n_split_merge == "auto":
             return AUTO_SPLIT_MERGE[self.sampler]
         return self.n_split_merge
