@@ -455,19 +455,28 @@ cdef int state_finish(
     return 0
 
 
+# The context of the NIW family's callbacks (``_family.pxd``).
+cdef struct NIWContext:
+    const NIW* p
+    intp_t d            # p.d, one load nearer for the per-point callbacks
+    const double* X     # (N, d) row-major data
+    double* work        # (d * d + d,) scratch (state_rebuild's size; the others use d)
+
+
 # -- block moments (``_family.pxd``): [n, xbar (d), M2 (scale_size)] ---------------
 # M2 is the scatter about xbar, sum_i (x_i - xbar)(x_i - xbar)^T, kept as the
 # ``scale`` is: entries (k, j), k >= j, at j * d + k (full), the diagonal (diag).
 
 
-cdef void moments_of(
-        const NIW* p,
-        const double* X,          # IN (N, d) row-major data
+cdef void _niw_moments(
+        void* context,            # NIWContext
         const intp_t* members,    # IN (n,) rows of X
         intp_t n,
         double* out,              # OUT (1 + d + scale_size,)
 ) noexcept nogil:
     """The moments of the rows ``members`` (two passes, as ``state_rebuild``)."""
+    cdef const NIW* p = (<NIWContext*> context).p
+    cdef const double* X = (<NIWContext*> context).X
     cdef intp_t j, d = p.d
     cdef double* xbar = out + 1
     cdef double* M2 = out + 1 + d
@@ -482,8 +491,9 @@ cdef void moments_of(
     add_scatter(p, X, members, n, xbar, M2)
 
 
-cdef void moments_merge(const NIW* p, double* acc, const double* other) noexcept nogil:
+cdef void _niw_moments_merge(void* context, double* acc, const double* other) noexcept nogil:
     """acc <- the moments of the union (Chan, Golub & LeVeque's pairwise update)."""
+    cdef const NIW* p = (<NIWContext*> context).p
     cdef intp_t j, k, d = p.d
     cdef double na = acc[0], nb = other[0], n = na + nb, c
     cdef double* xbar = acc + 1
@@ -508,14 +518,15 @@ cdef void moments_merge(const NIW* p, double* acc, const double* other) noexcept
     acc[0] = n
 
 
-cdef int moments_state(
-        const NIW* p,
+cdef int _niw_moments_state(
+        void* context,            # NIWContext
         const double* moments,    # IN (1 + d + scale_size,)
         double* s,                # OUT state
-        double* work,             # scratch (d * d,)
 ) noexcept nogil:
     """The state of the points the moments summarise; -1 if Psi_n is not
     numerically positive definite (as ``state_rebuild``)."""
+    cdef const NIW* p = (<NIWContext*> context).p
+    cdef double* work = (<NIWContext*> context).work   # (d * d,) scratch
     cdef intp_t j, d = p.d
     cdef double n = moments[0], w
     cdef const double* xbar = moments + 1
@@ -792,13 +803,6 @@ def describe_states(NIWModel model, states):
 # -- the NIW prior as a conjugate family of the collapsed sampler core ------------------
 
 
-cdef struct NIWContext:
-    const NIW* p
-    intp_t d            # p.d, one load nearer for the per-point callbacks
-    const double* X     # (N, d) row-major data
-    double* work        # (d * d + d,) scratch (state_rebuild's size; the others use d)
-
-
 cdef void _niw_reset(void* context, double* state) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
     memcpy(state, c.p.prior, c.p.width * sizeof(double))
@@ -833,22 +837,6 @@ cdef int _niw_rebuild(
         void* context, double* state, const intp_t* members, intp_t n) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
     return state_rebuild(c.p, state, c.X, members, n, c.work)
-
-
-cdef void _niw_moments(
-        void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
-    cdef NIWContext* c = <NIWContext*> context
-    moments_of(c.p, c.X, members, n, out)
-
-
-cdef void _niw_moments_merge(void* context, double* acc, const double* other) noexcept nogil:
-    moments_merge((<NIWContext*> context).p, acc, other)
-
-
-cdef int _niw_moments_state(
-        void* context, const double* moments, double* state) noexcept nogil:
-    cdef NIWContext* c = <NIWContext*> context
-    return moments_state(c.p, moments, state, c.work)
 
 
 cdef double _niw_point_key(void* context, intp_t point, const double* u) noexcept nogil:

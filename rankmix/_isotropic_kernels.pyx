@@ -212,10 +212,18 @@ cdef int state_set(const Iso* p, double* s, double n, const double* xbar,
 # -- block moments (``_family.pxd``): [n, xbar (d), M2], M2 = sum_i |x_i - xbar|^2 --
 
 
-cdef void moments_of(
-        const Iso* p, const double* X, const intp_t* members, intp_t n,
-        double* out) noexcept nogil:
+# The context of the family's callbacks (``_family.pxd``).
+cdef struct IsoContext:
+    const Iso* p
+    intp_t d
+    const double* X     # (N, d) row-major data, whitened for fixed
+
+
+cdef void _moments(
+        void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
     """The moments of the rows ``members`` of X (two passes, as ``state_rebuild``)."""
+    cdef const Iso* p = (<IsoContext*> context).p
+    cdef const double* X = (<IsoContext*> context).X
     cdef intp_t j, d = p.d
     cdef double* xbar = out + 1
     out[0] = n
@@ -227,8 +235,9 @@ cdef void moments_of(
     out[1 + d] = add_scatter(p, X, members, n, xbar, 0.0)
 
 
-cdef void moments_merge(const Iso* p, double* acc, const double* other) noexcept nogil:
+cdef void _moments_merge(void* context, double* acc, const double* other) noexcept nogil:
     """acc <- the moments of the union (Chan, Golub & LeVeque's pairwise update)."""
+    cdef const Iso* p = (<IsoContext*> context).p
     cdef intp_t j, d = p.d
     cdef double na = acc[0], nb = other[0], n = na + nb
     if nb == 0.0:
@@ -242,8 +251,9 @@ cdef void moments_merge(const Iso* p, double* acc, const double* other) noexcept
     acc[0] = n
 
 
-cdef int moments_state(const Iso* p, const double* moments, double* s) noexcept nogil:
+cdef int _moments_state(void* context, const double* moments, double* s) noexcept nogil:
     """The state of the points the moments summarise; -1 as ``state_rebuild``."""
+    cdef const Iso* p = (<IsoContext*> context).p
     cdef intp_t d = p.d
     cdef double n = moments[0], scatter
     cdef const double* xbar = moments + 1
@@ -292,9 +302,9 @@ cdef class IsotropicModel:
     Parameters
     ----------
     mean_prior : ndarray of shape (d,)
-        m_0.
+        m_0, the prior mean of a cluster's mean, in the data's units.
     kappa : float
-        kappa_0 > 0.
+        kappa_0 > 0, the weight of m_0 in points.
     nu : float
         nu_0 > 0 (spherical); ignored (fixed).
     covariance_prior : float or ndarray of shape (d, d)
@@ -487,12 +497,6 @@ def describe_states(IsotropicModel model, states):
 # -- the prior as a conjugate family of the collapsed sampler core ----------------------
 
 
-cdef struct IsoContext:
-    const Iso* p
-    intp_t d
-    const double* X     # (N, d) row-major data, whitened for fixed
-
-
 cdef void _reset(void* context, double* state) noexcept nogil:
     cdef IsoContext* c = <IsoContext*> context
     memcpy(state, c.p.prior, c.p.width * sizeof(double))
@@ -525,20 +529,6 @@ cdef double _log_marginal(void* context, const double* state) noexcept nogil:
 cdef int _rebuild(void* context, double* state, const intp_t* members, intp_t n) noexcept nogil:
     cdef IsoContext* c = <IsoContext*> context
     return state_rebuild(c.p, state, c.X, members, n)
-
-
-cdef void _moments(
-        void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
-    cdef IsoContext* c = <IsoContext*> context
-    moments_of(c.p, c.X, members, n, out)
-
-
-cdef void _moments_merge(void* context, double* acc, const double* other) noexcept nogil:
-    moments_merge((<IsoContext*> context).p, acc, other)
-
-
-cdef int _moments_state(void* context, const double* moments, double* state) noexcept nogil:
-    return moments_state((<IsoContext*> context).p, moments, state)
 
 
 cdef double _point_key(void* context, intp_t point, const double* u) noexcept nogil:
