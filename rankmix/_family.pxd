@@ -33,6 +33,14 @@ A family that also offers its cluster parameters theta explicitly sets, with
 * ``log_likelihood(context, params, point, work)``: log f(x_point | theta), the
   whole density, normalising constants included.
 
+It may also set, with ``likelihood_rows(&family.c, ...)``, a callback over up to
+``ROWS_BLOCK`` rows at once, ``log_likelihood_rows(context, params, points, first, m,
+out, work)``: ``out[k]`` <- log f(x_p | theta) for p = ``first + k`` (``points``
+NULL) or ``points[k] - first``, to the last bit what ``log_likelihood`` gives, with
+``rows_work_width`` doubles of scratch; one theta read once for the block, and loops
+over the rows that vectorise. ``family_log_likelihood_rows`` falls back on
+``log_likelihood`` row by row where a family has none.
+
 The tests check both against the collapsed callbacks: the posterior mean of
 f(x | theta) is the predictive p(x | state) (``tests/test_subcluster.py``).
 
@@ -69,6 +77,10 @@ from ._permutation cimport (
 cdef enum:
     STATE_COUNT = 0
 
+# the most rows a ``log_likelihood_rows`` call weighs (module docstring)
+cdef enum:
+    ROWS_BLOCK = 16
+
 # state <- state minus data point ``point`` (a member, n >= 2). 0, or < 0 when the
 # update failed numerically: the state is then invalid, and the core rebuilds it.
 ctypedef int (*family_remove_t)(void* context, double* state, intp_t point) noexcept nogil
@@ -89,6 +101,9 @@ ctypedef int (*family_draw_params_t)(
     void* context, const double* state, bitgen_t* rng, double* params) noexcept nogil
 ctypedef double (*family_log_likelihood_t)(
     void* context, const double* params, intp_t point, double* work) noexcept nogil
+ctypedef void (*family_log_likelihood_rows_t)(
+    void* context, const double* params, const intp_t* points, intp_t first, intp_t m,
+    double* out, double* work) noexcept nogil
 # block moments (module docstring)
 ctypedef void (*family_moments_t)(
     void* context, const intp_t* members, intp_t n, double* out) noexcept nogil
@@ -117,6 +132,8 @@ cdef struct ConjugateFamily:
     intp_t work_width
     family_draw_params_t draw_params
     family_log_likelihood_t log_likelihood
+    family_log_likelihood_rows_t log_likelihood_rows   # NULL: row by row
+    intp_t rows_work_width
     # block moments; moments_width = 0 where the family has none
     intp_t moments_width
     family_moments_t moments
@@ -157,6 +174,8 @@ cdef inline ConjugateFamily conjugate_family(
     f.work_width = 0
     f.draw_params = NULL
     f.log_likelihood = NULL
+    f.log_likelihood_rows = NULL
+    f.rows_work_width = 0
     f.moments_width = 0
     f.moments = NULL
     f.moments_merge = NULL
@@ -173,6 +192,15 @@ cdef inline void explicit_parameters(
     f.work_width = work_width
     f.draw_params = draw_params
     f.log_likelihood = log_likelihood
+
+
+cdef inline void likelihood_rows(
+        ConjugateFamily* f, family_log_likelihood_rows_t log_likelihood_rows,
+        intp_t rows_work_width,
+) noexcept:
+    """Give a family's table its block of rows' likelihoods (module docstring)."""
+    f.log_likelihood_rows = log_likelihood_rows
+    f.rows_work_width = rows_work_width
 
 
 cdef inline void block_moments(
@@ -216,3 +244,24 @@ cdef inline int family_rebuild(
         const ConjugateFamily* f, double* state, const intp_t* members,
         intp_t n) noexcept nogil:
     return f.rebuild(f.segments.context, state, members, n)
+
+
+cdef inline void family_log_likelihood_rows(
+        const ConjugateFamily* f, const double* params, const intp_t* points,
+        intp_t first, intp_t m, double* out, double* work) noexcept nogil:
+    """``out[k]`` <- log f(x_p | params) of m <= ROWS_BLOCK rows (module docstring):
+    the family's block callback, or ``log_likelihood`` row by row; ``work`` holds
+    ``family_rows_work_width`` doubles."""
+    cdef intp_t k
+    if f.log_likelihood_rows != NULL:
+        f.log_likelihood_rows(f.segments.context, params, points, first, m, out, work)
+        return
+    for k in range(m):
+        out[k] = f.log_likelihood(
+            f.segments.context, params, first + k if points == NULL else points[k] - first,
+            work)
+
+
+cdef inline intp_t family_rows_work_width(const ConjugateFamily* f) noexcept nogil:
+    """The scratch of ``family_log_likelihood_rows``, per thread."""
+    return f.rows_work_width if f.log_likelihood_rows != NULL else f.work_width

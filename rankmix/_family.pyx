@@ -131,3 +131,39 @@ cdef class Family:
                 out[r, k] = self.c.log_likelihood(
                     self.c.segments.context, &params[0], at[k], &work[0])
         return np.asarray(out), np.asarray(predictive)
+
+    def _rows_check(self, members, bit_generator, points):
+        """One draw of theta | the points ``members``, and log f(x_p | theta) of the
+        rows ``points`` two ways (for tests): row by row (``log_likelihood``) and in
+        blocks of ``ROWS_BLOCK`` (``family_log_likelihood_rows``, with the row
+        indices; and from a first row, where ``points`` run consecutively)."""
+        if not self.has_explicit_parameters:
+            raise ValueError("this family has no explicit parameters")
+        cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
+        cdef const intp_t[::1] at = np.ascontiguousarray(points, dtype=np.intp)
+        cdef intp_t n = at.shape[0], k, m, first
+        cdef double[::1] state = np.empty(self.c.segments.width)
+        cdef double[::1] params = np.empty(self.c.param_width)
+        cdef double[::1] work = np.empty(
+            max(self.c.work_width, family_rows_work_width(&self.c), 1))
+        cdef double[::1] by_row = np.empty(n)
+        cdef double[::1] by_block = np.empty(n)
+        cdef double[::1] by_range = np.full(n, np.nan)
+        if self.c.rebuild(self.c.segments.context, &state[0],
+                          &idx[0] if idx.shape[0] else NULL, idx.shape[0]) < 0:
+            raise FloatingPointError(self.failure_message)
+        if self.c.draw_params(self.c.segments.context, &state[0],
+                              bitgen_pointer(bit_generator), &params[0]) < 0:
+            raise FloatingPointError(self.failure_message)
+        consecutive = n > 0 and bool(np.all(np.diff(np.asarray(at)) == 1))
+        for k in range(n):
+            by_row[k] = self.c.log_likelihood(
+                self.c.segments.context, &params[0], at[k], &work[0])
+        for first in range(0, n, ROWS_BLOCK):
+            m = min(ROWS_BLOCK, n - first)
+            family_log_likelihood_rows(&self.c, &params[0], &at[first], 0, m,
+                                       &by_block[first], &work[0])
+            if consecutive:
+                family_log_likelihood_rows(&self.c, &params[0], NULL, at[first], m,
+                                           &by_range[first], &work[0])
+        return np.asarray(by_row), np.asarray(by_block), np.asarray(by_range)

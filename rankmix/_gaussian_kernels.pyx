@@ -77,7 +77,8 @@ from cython.parallel cimport prange, threadid
 from numpy.random cimport bitgen_t
 
 from ._family cimport (
-    STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+    ROWS_BLOCK, STATE_COUNT, Family, block_moments, conjugate_family,
+    explicit_parameters, likelihood_rows,
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
@@ -972,6 +973,54 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
     return params[d + d * d] - 0.5 * q
 
 
+# the largest d at which the full family weighs blocks of rows at once (below)
+cdef intp_t ROWS_FULL_MAX_D = 12
+
+
+cdef void _niw_log_likelihood_rows(
+        void* context, const double* params, const intp_t* points, intp_t first,
+        intp_t m, double* out, double* work) noexcept nogil:
+    """``_niw_log_likelihood`` of m <= ROWS_BLOCK rows (``_family.pxd``), full
+    covariances, the rows innermost: y = x - mu and z = C^T y as (d, ROWS_BLOCK)
+    tables in ``work``, each z_k summed over j in the same order as one row at a
+    time, so each value is that row's to the last bit, while an entry of C is read
+    once per block and the loops over the rows vectorise.
+
+    The family uses it up to d = ``ROWS_FULL_MAX_D`` only. Fits of the sub-cluster
+    sampler (N = 10^4, one thread, draws identical): d = 2, 2.0x faster (0.60 to
+    0.30 s); d = 4, 1.6x; d = 10, 1.3x; d = 16, even; d = 24, 40 and 80, 19 to
+    30% slower than the row-at-a-time kernel, whose z updates run over k in SIMD
+    lanes four rows of C at a time. Diagonal covariances gained nothing
+    (d = 2 to 4) or lost (d = 10 and 16), so they keep it too."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef intp_t j, k, r, d = c.d
+    cdef const double* mu = params
+    cdef const double* C = params + d
+    cdef double* y = work                  # y[j * ROWS_BLOCK + r]
+    cdef double* z = work + d * ROWS_BLOCK # z[k * ROWS_BLOCK + r]
+    cdef const double* x
+    cdef double cjk
+    for r in range(m):
+        x = c.X + (first + r if points == NULL else points[r] - first) * d
+        for j in range(d):
+            y[j * ROWS_BLOCK + r] = x[j] - mu[j]
+    for r in range(m):
+        out[r] = 0.0
+    for k in range(d):
+        for r in range(m):
+            z[k * ROWS_BLOCK + r] = 0.0
+    for j in range(d):
+        for k in range(j + 1):
+            cjk = C[j * d + k]
+            for r in range(m):
+                z[k * ROWS_BLOCK + r] = z[k * ROWS_BLOCK + r] + cjk * y[j * ROWS_BLOCK + r]
+    for k in range(d):
+        for r in range(m):
+            out[r] += z[k * ROWS_BLOCK + r] * z[k * ROWS_BLOCK + r]
+    for r in range(m):
+        out[r] = params[d + d * d] - 0.5 * out[r]
+
+
 cdef class NIWFamily(Family):
     """The NIW prior bound to data X: the family ``CollapsedChain`` samples.
 
@@ -1014,6 +1063,9 @@ cdef class NIWFamily(Family):
         explicit_parameters(
             &self.c, model.p.d + model.p.scale_size + 1, model.p.d,
             _niw_draw_params, _niw_log_likelihood)
+        if model.p.full and model.p.d <= ROWS_FULL_MAX_D:
+            likelihood_rows(&self.c, _niw_log_likelihood_rows,
+                            2 * model.p.d * ROWS_BLOCK)
         block_moments(&self.c, 1 + model.p.d + model.p.scale_size, _niw_moments,
                       _niw_moments_merge, _niw_moments_state)
 

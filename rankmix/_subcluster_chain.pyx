@@ -111,8 +111,8 @@ from ._collapsed_chain import CollapsedChain as _CollapsedChain
 from ._dp_prior cimport escobar_west, split_select_log_ratio
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
-    family_log_likelihood_t, family_log_marginal, family_rebuild, family_remove,
-    family_reset,
+    family_log_likelihood_rows, family_log_marginal, family_rebuild, family_remove,
+    family_reset, family_rows_work_width,
 )
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
@@ -182,10 +182,16 @@ cdef intp_t LABEL_BLOCK = 16
 
 
 cdef inline intp_t label_stride(intp_t capacity, intp_t work_width) noexcept nogil:
-    # per row of a block: weights (capacity + 1) and four draws; then the family's
-    # work; rounded up to 8 doubles (64 bytes) so that threads do not share cache
-    # lines
-    return (LABEL_BLOCK * (capacity + 1 + 4) + work_width + 7) // 8 * 8
+    # per row of a block: weights (capacity + 1), four draws and one likelihood; then
+    # the family's work for a block of rows; rounded up to 8 doubles (64 bytes) so
+    # that threads do not share cache lines
+    return (LABEL_BLOCK * (capacity + 1 + 4 + 1) + work_width + 7) // 8 * 8
+
+
+cdef inline intp_t scan_stride(intp_t work_width) noexcept nogil:
+    # per row of a block: four draws and the two sides' likelihoods; then the
+    # family's work for a block of rows; whole cache lines, as label_stride
+    return (LABEL_BLOCK * (4 + 2) + work_width + 7) // 8 * 8
 
 
 cdef void label_rows(
@@ -201,31 +207,32 @@ cdef void label_rows(
     each of them; a row's weights and draw do not depend on the block it is in."""
     cdef intp_t block, first, m, k, i, a, c, tid
     cdef intp_t n_blocks = (n_rows + LABEL_BLOCK - 1) // LABEL_BLOCK
-    cdef intp_t stride = label_stride(capacity, f.work_width)
+    cdef intp_t stride = label_stride(capacity, family_rows_work_width(f))
     cdef intp_t row_width = capacity + 1
     cdef double* weights
     cdef double* draws
+    cdef double* likelihood
     cdef double* work
-    cdef const double* theta
-    cdef family_log_likelihood_t log_likelihood = f.log_likelihood
-    cdef void* context = f.segments.context
     for block in prange(n_blocks, schedule="static", num_threads=n_threads):
         tid = threadid()
         weights = scratch + tid * stride                # (LABEL_BLOCK, capacity + 1)
         draws = weights + LABEL_BLOCK * row_width       # (LABEL_BLOCK, 4)
-        work = draws + LABEL_BLOCK * 4
+        likelihood = draws + LABEL_BLOCK * 4            # (LABEL_BLOCK,)
+        work = likelihood + LABEL_BLOCK
         first = block * LABEL_BLOCK
         m = min(LABEL_BLOCK, n_rows - first)
         for k in range(m):
             row_draws(key, offset + first + k, sweep, PURPOSE_LABEL, draws + 4 * k)
         for a in range(n_active):
             c = active[a]
-            theta = params + c * P
+            # every row of the block, those the anchor excludes included (cheaper
+            # than a branch per row; their values are not used)
+            family_log_likelihood_rows(f, params + c * P, NULL, first, m, likelihood,
+                                       work)
             for k in range(m):
                 i = offset + first + k
                 if precedes(anchor_priority[c], anchor_row[c], draws[4 * k], i):
-                    weights[k * row_width + a] = log_pi[c] + log_likelihood(
-                        context, theta, first + k, work)
+                    weights[k * row_width + a] = log_pi[c] + likelihood[k]
                 else:
                     weights[k * row_width + a] = -INFINITY
         for k in range(m):
@@ -248,26 +255,38 @@ cdef void scan_rows(
     ``proposed[k]`` (its side and whether it is sampled; not when ``evaluate``)
     and ``log_q[k]``, the log-probability of its side (``sides[k]`` when
     evaluating the current clusters)."""
-    cdef intp_t k, r, tid, stride = (4 + f.work_width + 7) // 8 * 8
+    cdef intp_t block, first, n, k, q, tid
+    cdef intp_t n_blocks = (m + LABEL_BLOCK - 1) // LABEL_BLOCK
+    cdef intp_t stride = scan_stride(family_rows_work_width(f))
     cdef double* draws
+    cdef double* like_a
+    cdef double* like_b
     cdef double la, lb, log_a, log_b
-    cdef family_log_likelihood_t log_likelihood = f.log_likelihood
-    cdef void* context = f.segments.context
-    for k in prange(m, schedule="static", num_threads=n_threads):
+    for block in prange(n_blocks, schedule="static", num_threads=n_threads):
         tid = threadid()
-        draws = scratch + tid * stride
-        r = rows[k]
-        row_draws(key, r, sweep, purpose, draws)
-        la = log_n_a + log_likelihood(context, theta_a, r - offset, draws + 4)
-        lb = log_n_b + log_likelihood(context, theta_b, r - offset, draws + 4)
-        log_a = log_share(la, lb)
-        log_b = log_share(lb, la)
-        if not evaluate:
-            proposed[k] = (log(draws[0]) < log_a) | (SAMPLED if draws[1] < rate else 0)
-        if (sides[k] if evaluate else proposed[k] & SIDE):
-            log_q[k] = log_a
-        else:
-            log_q[k] = log_b
+        draws = scratch + tid * stride                  # (LABEL_BLOCK, 4)
+        like_a = draws + 4 * LABEL_BLOCK                # (LABEL_BLOCK,)
+        like_b = like_a + LABEL_BLOCK
+        first = block * LABEL_BLOCK
+        n = min(LABEL_BLOCK, m - first)
+        family_log_likelihood_rows(f, theta_a, rows + first, offset, n, like_a,
+                                   like_b + LABEL_BLOCK)
+        family_log_likelihood_rows(f, theta_b, rows + first, offset, n, like_b,
+                                   like_b + LABEL_BLOCK)
+        for q in range(n):
+            k = first + q
+            row_draws(key, rows[k], sweep, purpose, draws + 4 * q)
+            la = log_n_a + like_a[q]
+            lb = log_n_b + like_b[q]
+            log_a = log_share(la, lb)
+            log_b = log_share(lb, la)
+            if not evaluate:
+                proposed[k] = ((log(draws[4 * q]) < log_a)
+                               | (SAMPLED if draws[4 * q + 1] < rate else 0))
+            if (sides[k] if evaluate else proposed[k] & SIDE):
+                log_q[k] = log_a
+            else:
+                log_q[k] = log_b
 
 
 cdef void fold_runs(
@@ -503,7 +522,8 @@ cdef class SubclusterChain(CollapsedChain):
 
     cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
         """Per-thread scratch for the parallel loops, grown to the slots and threads."""
-        cdef intp_t size = n_threads * label_stride(self.slots.capacity, self.f.work_width)
+        cdef intp_t size = n_threads * label_stride(self.slots.capacity,
+                                                    family_rows_work_width(&self.f))
         if size > self.scratch_size:
             self.scratch = <double*> grow_array(self.scratch, size * sizeof(double))
             self.scratch_size = size
@@ -1214,7 +1234,7 @@ def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, a
     cdef intp_t n_threads = threads_for(n, 0)
     cdef intp_t[::1] new = np.empty(n, dtype=np.intp)
     cdef double[::1] scratch = np.empty(
-        n_threads * label_stride(capacity, family.c.work_width))
+        n_threads * label_stride(capacity, family_rows_work_width(&family.c)))
     if old.shape[0] != n or key_.shape[0] != 2 or anchor.shape[0] != capacity:
         raise ValueError("the label step's arrays do not match the rows")
     if n:
@@ -1257,7 +1277,8 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
     cdef intp_t n_threads = threads_for(m, 0) if m >= PARALLEL_LAUNCH_ROWS else 1
     cdef signed char[::1] proposed = np.zeros(max(m, 1), dtype=np.int8)
     cdef double[::1] log_q = np.empty(max(m, 1))
-    cdef double[::1] scratch = np.empty(n_threads * ((4 + family.c.work_width + 7) // 8 * 8))
+    cdef double[::1] scratch = np.empty(
+        n_threads * scan_stride(family_rows_work_width(&family.c)))
     if m and (np.min(rows) < offset or np.max(rows) >= offset + family.n_points):
         raise ValueError("a scan's rows lie outside the block of rows")
     if m:

@@ -72,6 +72,33 @@ def test_explicit_parameters_average_to_the_predictive(name, members):
     assert np.abs(estimate - other).max() > 0.1
 
 
+@pytest.mark.parametrize(
+    "name, d, full", [("full", 5, True), ("full, d > 12", 13, True), ("diag", 5, False)]
+)
+def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(name, d, full):
+    # family_log_likelihood_rows: the NIW family's block kernel (full, d <= 12)
+    # and the row-by-row fallback give each row's log f(x | theta) to the last
+    # bit, over several blocks and a partial one, by row indices and from a first
+    # row; every other family of FAMILIES takes the fallback
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(40, d)) * rng.uniform(0.5, 3.0, size=d)
+    S = np.eye(d) + 0.3
+    family = NIWModel(np.zeros(d), 0.5, d + 2.0, S if full else np.diag(S), full,
+                      60).family(X)
+    for points in (np.arange(3, 40), np.array([39, 0, 17, 5, 5, 22] * 4)):
+        by_row, by_block, by_range = family._rows_check(
+            np.arange(0, 40, 3), np.random.PCG64(2), points
+        )
+        assert np.all(np.isfinite(by_row)) and np.ptp(by_row) > 0
+        assert_array_equal(by_block, by_row)
+        if np.all(np.diff(points) == 1):
+            assert_array_equal(by_range, by_row)
+    for other in FAMILIES.values():
+        by_row, by_block, _ = other._rows_check([0, 1, 2], np.random.PCG64(0),
+                                                np.arange(12))
+        assert_array_equal(by_block, by_row)
+
+
 def test_a_family_without_explicit_parameters_is_refused():
     with pytest.raises(ValueError, match="no explicit parameters"):
         SubclusterChain(Family(), 1.0, 1, None, 1, np.random.PCG64(0))
