@@ -991,7 +991,7 @@ cdef void _niw_log_likelihood_rows(
     0.30 s); d = 4, 1.6x; d = 10, 1.3x; d = 16, even; d = 24, 40 and 80, 19 to
     30% slower than the row-at-a-time kernel, whose z updates run over k in SIMD
     lanes four rows of C at a time. Diagonal covariances gained nothing
-    (d = 2 to 4) or lost (d = 10 and 16), so they keep it too."""
+    (d = 2 to 4) or lost (d = 10 and 16), so they keep the row kernel too."""
     cdef NIWContext* c = <NIWContext*> context
     cdef intp_t j, k, r, d = c.d
     cdef const double* mu = params
