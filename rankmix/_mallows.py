@@ -653,26 +653,32 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             self.r_,
         )
         log_norm = self._log_prior_norm
-        beta_gibbs = self.sampler == "beta-gibbs"
         use_mh = self.sigma_update == "mh"
         n_gibbs, n_slices = self.n_gibbs, self.n_slices
         sequential_init, init_clusters = self._start(X.shape[0])
 
-        # a partial, not a closure: it pickles, so that chains can run in other
-        # processes; the engine passes the bit generator, the last positional
-        make_chain = partial(
-            MallowsChain,
-            X,
-            n_items,
-            alpha,
-            nu,
-            r,
-            log_norm,
-            beta_gibbs,
-            use_mh,
-            n_gibbs,
-            n_slices,
-            init_clusters,
+        def chain(beta_gibbs, **keywords):
+            # a partial, not a closure: it pickles, so that chains can run in
+            # other processes; the engine passes the bit generator, the last
+            # positional
+            return partial(
+                MallowsChain,
+                X,
+                n_items,
+                alpha,
+                nu,
+                r,
+                log_norm,
+                beta_gibbs,
+                use_mh,
+                n_gibbs,
+                n_slices,
+                init_clusters,
+                **keywords,
+            )
+
+        make_chain = chain(
+            self.sampler == "beta-gibbs",
             alpha_prior=self._alpha_prior,
             n_split_merge=self._split_merges(),
             sequential_init=sequential_init,
@@ -680,21 +686,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         )
         if not (sequential_init and self.sampler == "slice-gibbs"):
             return make_chain
-        make_start = partial(
-            MallowsChain,
-            X,
-            n_items,
-            alpha,
-            nu,
-            r,
-            log_norm,
-            True,
-            use_mh,
-            n_gibbs,
-            n_slices,
-            init_clusters,
-            sequential_init=True,
-        )
+        # Slice-Gibbs starts where Beta-Gibbs's sequential prediction ends
+        make_start = chain(True, sequential_init=True)
         return partial(_chain_from_beta_gibbs_start, make_start, make_chain)
 
     def _split_merges(self):
