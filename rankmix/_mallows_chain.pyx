@@ -1506,6 +1506,13 @@ cdef class MallowsChain:
         self._refresh(c)
         return 0
 
+    cdef inline double _centre_log_gm(self, const intp_t* centre, intp_t k) noexcept nogil:
+        """log GM(centre | sigma_k, theta_k) of slot k, ``centre`` a cluster's sigma
+        read as a top-T ranking."""
+        return gm_log_density(centre, self.T, self.position + k * self.n,
+                              self.theta + k * self.T, self.log_norm + k * (self.T + 1),
+                              self.code)
+
     cdef double _partner_log_weights(
         self, const intp_t* centre, intp_t skip, intp_t extra,
     ) noexcept nogil:
@@ -1520,9 +1527,7 @@ cdef class MallowsChain:
             if k == skip:
                 self.log_prob[b] = -INFINITY
                 continue
-            self.log_prob[b] = gm_log_density(
-                centre, self.T, self.position + k * self.n, self.theta + k * self.T,
-                self.log_norm + k * (self.T + 1), self.code)
+            self.log_prob[b] = self._centre_log_gm(centre, k)
         if extra < 0:
             return log_sum_exp(self.log_prob, K)
         self.log_prob[K] = gm_log_density(
@@ -1561,10 +1566,8 @@ cdef class MallowsChain:
             log_z = self._partner_log_weights(self.sigma + c_a * self.n, c_a, -1)
             # never A (its weight is 0); the draw overwrites the weights
             c_b = self.slots.active[draw_from_logs(self.log_prob, K, self.rng)]
-            self.pick_log_partner = gm_log_density(
-                self.sigma + c_a * self.n, self.T, self.position + c_b * self.n,
-                self.theta + c_b * self.T, self.log_norm + c_b * (self.T + 1),
-                self.code) - log_z
+            self.pick_log_partner = (
+                self._centre_log_gm(self.sigma + c_a * self.n, c_b) - log_z)
             pick_i = uniform_index(self.rng, self.size[c_a])
             pick_j = uniform_index(self.rng, self.size[c_b])
         for r in range(self.N):
