@@ -100,6 +100,15 @@ cdef class Family:
         """Whether the family draws explicit parameters (the sub-cluster sampler)."""
         return self.c.param_width > 0
 
+    def _rebuilt_state(self, const intp_t[::1] members):
+        """The state of the points ``members`` (``rebuild``; for the checks below)."""
+        cdef double[::1] state = np.empty(self.c.segments.width)
+        if self.c.rebuild(self.c.segments.context, &state[0],
+                          &members[0] if members.shape[0] else NULL,
+                          members.shape[0]) < 0:
+            raise FloatingPointError(self.failure_message)
+        return np.asarray(state)
+
     def _explicit_check(self, members, bit_generator, intp_t n_draws, points):
         """Explicit parameters against the collapsed predictive (for tests).
 
@@ -112,15 +121,12 @@ cdef class Family:
             raise ValueError("this family has no explicit parameters")
         cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
         cdef const intp_t[::1] at = np.ascontiguousarray(points, dtype=np.intp)
-        cdef double[::1] state = np.empty(self.c.segments.width)
+        cdef double[::1] state = self._rebuilt_state(idx)
         cdef double[::1] params = np.empty(self.c.param_width)
         cdef double[::1] work = np.empty(max(self.c.work_width, 1))
         cdef double[:, ::1] out = np.empty((n_draws, at.shape[0]))
         cdef double[::1] predictive = np.empty(at.shape[0])
         cdef intp_t r, k
-        if self.c.rebuild(self.c.segments.context, &state[0],
-                          &idx[0] if idx.shape[0] else NULL, idx.shape[0]) < 0:
-            raise FloatingPointError(self.failure_message)
         for k in range(at.shape[0]):
             predictive[k] = self.c.log_predictive(self.c.segments.context, &state[0], at[k])
         rng = bitgen_pointer(bit_generator)
@@ -142,16 +148,13 @@ cdef class Family:
         cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
         cdef const intp_t[::1] at = np.ascontiguousarray(points, dtype=np.intp)
         cdef intp_t n = at.shape[0], k, m, first
-        cdef double[::1] state = np.empty(self.c.segments.width)
+        cdef double[::1] state = self._rebuilt_state(idx)
         cdef double[::1] params = np.empty(self.c.param_width)
         cdef double[::1] work = np.empty(
             max(self.c.work_width, family_rows_work_width(&self.c), 1))
         cdef double[::1] by_row = np.empty(n)
         cdef double[::1] by_block = np.empty(n)
         cdef double[::1] by_range = np.full(n, np.nan)
-        if self.c.rebuild(self.c.segments.context, &state[0],
-                          &idx[0] if idx.shape[0] else NULL, idx.shape[0]) < 0:
-            raise FloatingPointError(self.failure_message)
         if self.c.draw_params(self.c.segments.context, &state[0],
                               bitgen_pointer(bit_generator), &params[0]) < 0:
             raise FloatingPointError(self.failure_message)
