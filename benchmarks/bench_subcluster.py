@@ -14,14 +14,14 @@ Sections (``--sections``, all by default):
   sampler (``covariance_type`` "full" and "diag") and of the collapsed default
   ("gibbs+split-merge"), against the same scikit-learn model.
 * ``scale``: N = 10^6 points in d = 10 from K = 20 Gaussians: seconds per sweep
-  of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl), two
-  copies of the chain running the same sweeps, their ratio (goal >= 1.8x), and
-  the peak resident memory of the process.
+  of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl; more
+  with ``--threads``), copies of the chain running the same sweeps, their ratio
+  (goal >= 1.8x on 2 threads), and the peak resident memory of the process.
 * ``dask``: the same problem with its rows generated on, and kept on, a
-  ``LocalCluster`` of 2 worker processes: seconds per sweep of the chain on the
-  workers, the client's peak memory, and the seconds per sweep of the same chain
-  in process on one thread over the same sweeps (whose draws, checked, are
-  identical).
+  ``LocalCluster`` of 2 worker processes (more with ``--workers``): seconds per
+  sweep of the chain on the workers, the client's peak memory, and the seconds
+  per sweep of the same chain in process on one thread over the same sweeps
+  (whose draws, checked, are identical).
 
 Every time is the median of ``--repeats`` runs (fresh data seed and random_state
 per repeat), each method on the same data in the same process.
@@ -30,6 +30,7 @@ Usage::
 
     python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
         [--sections dpmm liang scale dask] [--n-iter 60]
+        [--threads 1 2] [--workers 2]
 """
 
 # Authors: The rankmix developers
@@ -177,14 +178,14 @@ def section_scale(args):
     n = 100_000 if args.quick else 1_000_000
     print(f"\n== N = {n:,}, d = 10, K = 20: seconds per sweep of the sub-cluster "
           "sampler by OpenMP threads (the chain's sweeps alone, after its start "
-          "and three sweeps). Two copies of the chain (same seed) run the same "
-          "sweeps, one on 1 thread, one on 2: their draws are identical, so is "
-          "their work ==")
+          "and three sweeps). Copies of the chain (same seed) run the same "
+          f"sweeps, one on each of {args.threads} threads: their draws are "
+          "identical, so is their work ==")
     X, y = blobs(n, 10, 20, 20.0, seed=0)
     model = DPGaussianClustering(sampler="subcluster", covariance_type="full",
                                  random_state=0)
     make_chain, X_valid = chain_factory(model, X)
-    chains = {threads: make_chain(np.random.PCG64(0)) for threads in (1, 2)}
+    chains = {threads: make_chain(np.random.PCG64(0)) for threads in args.threads}
     per_sweep = {}
     for threads, chain in chains.items():
         chain.sweep(3)   # past the start
@@ -192,11 +193,17 @@ def section_scale(args):
         print(f"{threads} thread(s): {per_sweep[threads]:.3f} s per sweep "
               f"(median of {args.repeats} runs of 2 sweeps; {chain.n_clusters} "
               "clusters)")
-    same = np.array_equal(chains[1].snapshot()[0], chains[2].snapshot()[0])
-    print(f"speed-up with 2 threads: {per_sweep[1] / per_sweep[2]:.2f}x (goal >= "
-          f"1.8x); identical draws: {same}")
+    first, *others = args.threads
+    for threads in others:
+        same = np.array_equal(chains[first].snapshot()[0],
+                              chains[threads].snapshot()[0])
+        print(f"speed-up of {threads} threads over {first}: "
+              f"{per_sweep[first] / per_sweep[threads]:.2f}x"
+              f"{' (goal >= 1.8x on 2 over 1)' if threads == 2 else ''}; "
+              f"identical draws: {same}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"peak resident memory of this process: {peak:.2f} GiB, with two chains "
+    print(f"peak resident memory of this process: {peak:.2f} GiB, with "
+          f"{len(chains)} chains "
           f"(the data: {X.nbytes / 2**30:.2f} GiB)")
 
 
@@ -215,29 +222,33 @@ def section_dask(args):
 
     n = 100_000 if args.quick else 1_000_000
     chunk = 131_072   # 2 row blocks of 65,536
-    print(f"\n== N = {n:,}, d = 10, K = 20 on a LocalCluster of 2 worker processes "
-          "(1 thread each): seconds per sweep of the sub-cluster sampler with the "
-          "rows on the workers, against the same chain in process on 1 thread; "
-          "the rows are generated on the workers ==")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster):
-        X = da.map_blocks(_blob_chunk, chunks=((chunk,) * (n // chunk)
-                                              + ((n % chunk,) if n % chunk else ()),
-                                              (10,)), dtype=np.float64)
-        model = DPGaussianClustering(sampler="subcluster", random_state=0)
-        start = time.perf_counter()
-        make_chain, rows = chain_factory(model, X)
-        chain = make_chain(np.random.PCG64(0))
-        print(f"start (validation, priors, binding, sequential start): "
-              f"{time.perf_counter() - start:.2f} s")
-        chain.sweep(3)
-        dask_sweep = timed_sweeps(chain, 2, args.repeats, 1)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(f"Dask, 2 workers: {dask_sweep:.3f} s per sweep ({chain.n_clusters} "
-              f"clusters); peak resident memory of the client: {peak:.2f} GiB (the "
-              f"data: {n * 10 * 8 / 2**30:.2f} GiB, on the workers)")
-        labels = chain.snapshot()[0]
-        X_here = X.compute()
+    chunks = ((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()), (10,))
+    print(f"\n== N = {n:,}, d = 10, K = 20 on a LocalCluster of {args.workers} "
+          f"worker processes (1 thread each; chunks of {chunk:,} rows): seconds per "
+          "sweep of the sub-cluster sampler with the rows on the workers, against "
+          "the same chain in process on 1 thread; the rows are generated on the "
+          "workers ==")
+    labels = {}
+    for workers in args.workers:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster):
+            X = da.map_blocks(_blob_chunk, chunks=chunks, dtype=np.float64)
+            model = DPGaussianClustering(sampler="subcluster", random_state=0)
+            start = time.perf_counter()
+            make_chain, rows = chain_factory(model, X)
+            chain = make_chain(np.random.PCG64(0))
+            print(f"start (validation, priors, binding, sequential start): "
+                  f"{time.perf_counter() - start:.2f} s")
+            chain.sweep(3)
+            dask_sweep = timed_sweeps(chain, 2, args.repeats, 1)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            print(f"Dask, {workers} workers: {dask_sweep:.3f} s per sweep "
+                  f"({chain.n_clusters} clusters); peak resident memory of the "
+                  f"client: {peak:.2f} GiB (the data: {n * 10 * 8 / 2**30:.2f} GiB, "
+                  "on the workers)")
+            labels[workers] = (chain.snapshot()[0], dask_sweep)
+            if len(labels) == 1:
+                X_here = X.compute()
     # the same chain with the rows in process, on the same sweeps: identical
     # draws, so identical work
     make_chain, _ = chain_factory(DPGaussianClustering(sampler="subcluster",
@@ -245,9 +256,11 @@ def section_dask(args):
     here = make_chain(np.random.PCG64(0))
     here.sweep(3)
     in_process = timed_sweeps(here, 2, args.repeats, 1)
-    print(f"in process, 1 thread, the same sweeps: {in_process:.3f} s per sweep; "
-          f"Dask / in process: {dask_sweep / in_process:.2f}; identical draws: "
-          f"{bool(np.array_equal(here.snapshot()[0], labels))}")
+    print(f"in process, 1 thread, the same sweeps: {in_process:.3f} s per sweep")
+    for workers, (their_labels, dask_sweep) in labels.items():
+        print(f"{workers} workers: Dask / in process: {dask_sweep / in_process:.2f}; "
+              "identical draws: "
+              f"{bool(np.array_equal(here.snapshot()[0], their_labels))}")
 
 
 def main():
@@ -257,6 +270,10 @@ def main():
     parser.add_argument("--n-iter", type=int, default=60)
     parser.add_argument("--sections", nargs="*",
                         default=["dpmm", "liang", "scale", "dask"])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="OpenMP threads of the scale section's chains")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2],
+                        help="worker processes of the dask section's clusters")
     args = parser.parse_args()
     if args.quick:
         args.repeats = 1
