@@ -82,6 +82,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     labels_ : ndarray of shape (n_samples,)
         Point estimate of the clustering (the kept draw with the least mean
         variation of information to the others).
+        It is one draw: a row on the border of overlapping clusters sits
+        where that draw put it. ``predict(X)`` gives each row's most probable
+        cluster instead, the clustering scikit-learn's mixtures report.
     n_clusters_ : int
         Number of clusters of ``labels_``.
     weights_ : ndarray of shape (`n_clusters_`,)
