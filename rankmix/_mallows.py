@@ -205,9 +205,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     labels_ : ndarray of shape (n_samples,)
         Point estimate of the clustering: the kept draw with the least mean
         variation of information to the other kept draws.
-        It is one draw: a row on the border of overlapping clusters sits
-        where that draw put it. ``predict(X)`` gives each row's most probable
-        cluster instead, the clustering scikit-learn's mixtures report.
+        It is one draw: a ranking between overlapping clusters sits where
+        that draw put it. ``predict(X)`` gives each ranking's most probable
+        cluster instead.
     n_clusters_ : int
         Number of clusters of ``labels_``.
     weights_ : ndarray of shape (`n_clusters_`,)
