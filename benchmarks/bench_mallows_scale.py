@@ -176,7 +176,7 @@ def one_config(args):
         # the sequential start for the Gibbs samplers; for "subcluster" the
         # start of --subcluster-start: "sequential" (about 700 clusters, the
         # figures of before init="auto") or the estimator's default, "auto"
-        # (one cluster, 10 split-merge proposals a sweep)
+        # (one cluster, SUBCLUSTER_SPLIT_MERGE = 4 split-merge proposals a sweep)
         init=args.subcluster_start if args.one_config == "subcluster" else "sequential",
         init_clusters=args.init_clusters,
         # the estimator's defaults (Slice-Gibbs 1, Beta-Gibbs 0, sub-cluster 4),
