@@ -38,19 +38,23 @@ sweep with each number of threads, set by ``threadpoolctl.threadpool_limits(n,
 user_api="openmp")`` in the child process, as the median over ``--repeats``
 runs (use 3) of each run's median timed sweep. Each run starts the same chain
 (the same seed): its draws do not depend on the number of threads, so the runs
-differ in time only.
+differ in time only. ``--subcluster-workers 2 4`` times the same chain with its
+rankings on a ``dask.distributed`` LocalCluster of that many one-thread worker
+processes (the rankings chunked evenly among them), and says whether its
+draws equal the in-process run's (the first ``--subcluster-threads`` entry).
 
 Usage::
 
     python benchmarks/bench_mallows_scale.py [--quick] [--n-iter 20] [--n-warmup 5]
         [--repeats 1] [--samplers beta-gibbs slice-gibbs] [--seed 0]
-        [--subcluster-threads 1 2]
+        [--subcluster-threads 1 2] [--subcluster-workers 2]
 """
 
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -188,6 +192,22 @@ def one_config(args):
         n_chains=1,
         n_jobs=1,
     )
+    stack = contextlib.ExitStack()
+    if args.workers:  # the rankings on the workers of a LocalCluster
+        import dask.array as da
+        from distributed import Client, LocalCluster
+
+        cluster = stack.enter_context(
+            LocalCluster(
+                n_workers=args.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+            )
+        )
+        stack.enter_context(Client(cluster))
+        X = da.from_array(X, chunks=(-(-len(X) // args.workers), -1))
+        start = time.perf_counter()
     X = model._prepare(X)
     make_chain = model._chain_factory(X)
     prepare_seconds = time.perf_counter() - start
@@ -209,10 +229,13 @@ def one_config(args):
             (warmup if it < args.n_warmup else timed).append(seconds)
             n_clusters.append(int(chain.n_clusters))
     labels, _, _, _, sizes = chain.snapshot()
+    stack.close()
     emit(
         dict(
             sampler=args.one_config,
             threads=args.threads,
+            workers=args.workers,
+            labels_digest=hashlib.sha1(labels.tobytes()).hexdigest(),
             prepare_seconds=prepare_seconds,
             construct_seconds=construct_seconds,
             warmup=warmup,
@@ -324,6 +347,15 @@ def main():
         "n_split_merge='auto' (one cluster, SUBCLUSTER_SPLIT_MERGE proposals a "
         "sweep)",
     )
+    parser.add_argument(
+        "--subcluster-workers",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="W",
+        help="also time sampler='subcluster' with its rankings on a "
+        "dask.distributed LocalCluster of W one-thread worker processes",
+    )
     # internal: the child processes
     parser.add_argument("--generate", metavar="FILE.npz", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -332,6 +364,7 @@ def main():
         help=argparse.SUPPRESS,
     )
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--data", metavar="FILE.npz", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.n_rankings is None:
@@ -428,6 +461,23 @@ def main():
                         ]
                     )
                 )
+        for n_workers in args.subcluster_workers:
+            for rep in range(args.repeats):
+                subcluster_runs.setdefault(f"{n_workers} workers", []).append(
+                    run_child(
+                        [
+                            "--one-config",
+                            "subcluster",
+                            "--workers",
+                            str(n_workers),
+                            "--data",
+                            path,
+                            "--seed",
+                            str(args.seed + 1),
+                            *common,
+                        ]
+                    )
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -476,8 +526,8 @@ def main():
             "sweep"
         )
         header = (
-            f"{'threads':>7} {'s/sweep median':>14} {'runs':>26} {'K end':>6} "
-            f"{'VI end':>7} {'speed-up':>8}"
+            f"{'threads':>10} {'s/sweep median':>14} {'runs':>26} {'K end':>6} "
+            f"{'VI end':>7} {'speed-up':>8} {'same draws':>10}"
         )
         print(header)
         print("-" * len(header))
@@ -485,13 +535,19 @@ def main():
         for n_threads, results in subcluster_runs.items():
             per_run = [median(r["timed"]) for r in results]
             per_sweep = median(per_run)
-            first = per_sweep if first is None else first
+            if first is None:
+                first, digest = per_sweep, results[0]["labels_digest"]
             runs_text = ", ".join(f"{s:.3f}" for s in per_run)
+            same = all(r["labels_digest"] == digest for r in results)
             print(
-                f"{n_threads:>7} {per_sweep:14.3f} {runs_text:>26} "
+                f"{n_threads:>10} {per_sweep:14.3f} {runs_text:>26} "
                 f"{results[0]['n_clusters'][-1]:>6} {results[0]['vi']:7.3f} "
-                f"{first / per_sweep:8.2f}"
+                f"{first / per_sweep:8.2f} {'yes' if same else 'NO':>10}"
             )
+        print(
+            "same draws: the last sweep's labels equal the first row's run's "
+            "(the same chain)."
+        )
     print()
     print(
         "setup: _prepare (prior normalisers) + chain construction (random initial "

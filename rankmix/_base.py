@@ -457,21 +457,23 @@ class BaseDPMixture(
         return new
 
     def _training_rows(self, X):
-        """The training rows as ``_X_fit`` keeps them (validated, in X's units)."""
-        return self._check_new_data(X)
+        """The training rows as ``_X_fit`` keeps them (validated, in X's units);
+        rows on Dask workers stay there (``to_inference_data`` computes them)."""
+        return X if is_dask_array(X) else self._check_new_data(X)
 
     def _check_rows_elsewhere(self, sample_weight):
-        """Refuse a dask array X unless the estimator keeps its rows on the workers.
-
-        The estimators that can (``DPGaussianClustering``,
-        ``DPMultinomialClustering``) override this.
-        """
-        raise TypeError(
-            f"{type(self).__name__} does not fit a dask array in place: pass "
-            "X.compute(), or use DPGaussianClustering or DPMultinomialClustering "
-            "with sampler='subcluster', which keep a dask array's rows on the Dask "
-            "workers."
-        )
+        """Refuse what a fit of rows held by Dask workers cannot do: only the
+        sub-cluster sampler keeps them there."""
+        if self.sampler != "subcluster":
+            raise ValueError(
+                "X is a dask array: only sampler='subcluster' keeps its rows on the "
+                f"workers (got sampler={self.sampler!r}). Set sampler='subcluster', "
+                "or pass X.compute() to fit in this process."
+            )
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with a dask array X.")
+        if self.warm_start:
+            raise ValueError("warm_start=True is not supported with a dask array X.")
 
     def _labels_of_given_rows(self, X_given, counts):
         """``label_samples_`` and ``labels_`` of a weighted fit, one per given row.

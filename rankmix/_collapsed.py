@@ -14,7 +14,7 @@ from ._base import (
     SampledAlphaMixin,
 )
 from ._collapsed_chain import CollapsedChain
-from ._distributed import DaskRows, active_client, is_dask_array
+from ._distributed import DaskRows, active_client
 from ._sklearn_compat import Interval, StrOptions
 from ._subcluster_chain import SubclusterChain
 
@@ -75,19 +75,6 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                 "n_split_merge >= 1."
             )
 
-    def _check_rows_elsewhere(self, sample_weight):
-        """Refuse what a fit of rows held by Dask workers cannot do."""
-        if self.sampler != "subcluster":
-            raise ValueError(
-                "X is a dask array: only sampler='subcluster' keeps its rows on the "
-                f"workers (got sampler={self.sampler!r}). Set sampler='subcluster', "
-                "or pass X.compute() to fit in this process."
-            )
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported with a dask array X.")
-        if self.warm_start:
-            raise ValueError("warm_start=True is not supported with a dask array X.")
-
     def _rows_on_workers(self, X):
         """The dask array X as ``DaskRows`` of the active client, its shape checked
         as scikit-learn checks an X in process (``n_features_in_`` set)."""
@@ -95,16 +82,7 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = rows.shape[1]
-        if rows.shape[0] < 1 or rows.shape[1] < 1:
-            raise ValueError(
-                f"Found array with shape {rows.shape}: X needs at least one row and "
-                "one column."
-            )
         return rows
-
-    def _training_rows(self, X):
-        # rows on Dask workers stay there: to_inference_data computes them
-        return X if is_dask_array(X) else super()._training_rows(X)
 
     def _chain_over(self, model, X, empty):
         """The chain factory over ``model.family(X)``; for rows on Dask workers

@@ -179,6 +179,11 @@ class DaskRows:
             raise ValueError(
                 "X has chunks of unknown size: call X.compute_chunk_sizes() first."
             )
+        if n_rows < 1 or X.shape[1] < 1:
+            raise ValueError(
+                f"Found array with shape {X.shape}: X needs at least one row and "
+                "one column."
+            )
         self.client = client
         self.n_rows = int(n_rows)
         self.n_features = int(X.shape[1])

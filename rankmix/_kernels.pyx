@@ -37,7 +37,7 @@ from collections import namedtuple
 from libc.math cimport INFINITY, exp, expm1, fabs, floor, log, sqrt
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from ._rng cimport bitgen_pointer, standard_exponential, uniform, uniform_index
@@ -386,6 +386,28 @@ cdef int statistics_build(
     return 0
 
 
+cdef int statistics_load(
+    Statistics* st, intp_t n_ranked, intp_t n_stages, const intp_t* items,
+    const double* counts, intp_t n_pairs, const intp_t* pair_first,
+    const intp_t* pair_second, const intp_t* pair_stage, const double* pair_count,
+) except -1 nogil:
+    """Fill ``st`` with statistics built elsewhere (``merge_statistics``'s, of
+    rankings held by Dask workers), in ``statistics_build``'s layout."""
+    _reserve(<void**> &st.items, &st.cap_items, n_ranked, sizeof(intp_t))
+    _reserve(<void**> &st.counts, &st.cap_counts, n_ranked * n_stages, sizeof(double))
+    _reserve_pairs(st, n_pairs)
+    st.n_ranked = n_ranked
+    st.n_stages = n_stages
+    st.n_pairs = n_pairs
+    memcpy(st.items, items, n_ranked * sizeof(intp_t))
+    memcpy(st.counts, counts, n_ranked * n_stages * sizeof(double))
+    memcpy(st.pair_first, pair_first, n_pairs * sizeof(intp_t))
+    memcpy(st.pair_second, pair_second, n_pairs * sizeof(intp_t))
+    memcpy(st.pair_stage, pair_stage, n_pairs * sizeof(intp_t))
+    memcpy(st.pair_count, pair_count, n_pairs * sizeof(double))
+    return 0
+
+
 cdef int _reserve_pairs(Statistics* st, intp_t n_pairs) except -1 nogil:
     cdef intp_t cap = st.cap_pairs
     _reserve(<void**> &st.pair_first, &cap, n_pairs, sizeof(intp_t))
@@ -440,6 +462,53 @@ def ranking_statistics(
     finally:
         statistics_free(&st)
     return RankingStatistics(items, counts, pair_first, pair_second, pair_stage, pair_count)
+
+
+def merge_statistics(parts, n_stages):
+    """The statistics of the union of disjoint sets of rankings, from each set's.
+
+    Parameters
+    ----------
+    parts : list of RankingStatistics or None
+        Each set's statistics (None: an empty set), as ``ranking_statistics``
+        gives them.
+    n_stages : int
+        Length of the stage axis.
+
+    Returns
+    -------
+    RankingStatistics
+        Exactly what ``ranking_statistics`` gives for all the rankings at once:
+        the items in increasing order, the pairs in its (stage, second, first)
+        order, and the counts summed (integers, so in any order, exactly).
+    """
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        raise ValueError("the statistics of no ranking")
+    items = np.unique(np.concatenate([p.items for p in parts]))
+    counts = np.zeros((len(items), n_stages))
+    width = len(items)
+    keys, pair_counts = [], []
+    for p in parts:
+        counts[np.searchsorted(items, p.items)] += p.counts
+        # each pair's key in the union's local indices: key order is the
+        # (stage, second, first) order
+        keys.append(
+            (p.pair_stage * width + np.searchsorted(items, p.items[p.pair_second]))
+            * width + np.searchsorted(items, p.items[p.pair_first])
+        )
+        pair_counts.append(p.pair_count)
+    pairs, inverse = np.unique(
+        np.concatenate(keys).astype(np.intp), return_inverse=True)
+    return RankingStatistics(
+        items.astype(np.intp),
+        counts,
+        pairs % width,
+        (pairs // width) % width,
+        pairs // (width * width),
+        np.bincount(inverse.ravel(), weights=np.concatenate(pair_counts),
+                    minlength=len(pairs)).astype(np.float64),
+    )
 
 
 cdef void weighted_statistics(

@@ -17,6 +17,8 @@ from ._base import (
     BaseDPMixture,
     SampledAlphaMixin,
 )
+from ._distributed import active_client, is_dask_array
+from ._distributed_rankings import DaskRankings
 from ._mallows_chain import MallowsChain
 from ._posterior import cumulative_probability_consensus
 from ._sklearn_compat import Interval, StrOptions
@@ -106,7 +108,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         through OpenMP, limited by ``OMP_NUM_THREADS`` or
         ``threadpoolctl.threadpool_limits(user_api="openmp")``; its draws come
         from a counter-based generator (Philox) keyed by the chain's seed, so
-        the results do not depend on the number of threads.
+        the results do not depend on the number of threads. It also fits a
+        ``dask.array.Array`` X on a ``dask.distributed`` cluster, the rankings
+        staying on the workers (validated there), with the draws of the same
+        fit in process (user guide, "Scaling out").
     sigma_update : {"mh", "stagewise"}, default="mh"
         "mh": the stagewise proposal corrected by a Metropolis-Hastings step, then
         a Metropolis pass of adjacent transpositions; both leave the exact
@@ -614,7 +619,11 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "between the existing ones); set n_split_merge >= 1, or pass "
                 "sampler='beta-gibbs' or 'slice-gibbs' to run without split-merge."
             )
-        X, self.n_items_ = check_training_rankings(X, self.n_items, space)
+        if is_dask_array(X):  # the rankings stay on the workers, validated there
+            X = DaskRankings(X, active_client(), self.n_items)
+            self.n_items_ = X.n_items
+        else:
+            X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
         t_max = X.shape[1]
@@ -643,9 +652,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "cannot be normalised in double precision; choose nu and r "
                 "closer to 1."
             )
-        lengths = ranking_lengths(X)
-        self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(X)
-        self._alpha_prior = self._resolve_alpha_prior(len(X))
+        lengths = X.lengths() if isinstance(X, DaskRankings) else ranking_lengths(X)
+        self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(lengths)
+        self._alpha_prior = self._resolve_alpha_prior(len(lengths))
         return X
 
     def _chain_factory(self, X):
@@ -659,6 +668,9 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         use_mh = self.sigma_update == "mh"
         n_gibbs, n_slices = self.n_gibbs, self.n_slices
         sequential_init, init_clusters = self._start(X.shape[0])
+        remote = None
+        if isinstance(X, DaskRankings):  # the chain reads them through X's holder
+            X, remote = np.empty((0, X.shape[1]), dtype=np.intp), X
 
         def chain(beta_gibbs, **keywords):
             # a partial, not a closure: it pickles, so that chains can run in
@@ -686,6 +698,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             n_split_merge=self._split_merges(),
             sequential_init=sequential_init,
             subcluster=self.sampler == "subcluster",
+            remote=remote,
         )
         if not (sequential_init and self.sampler == "slice-gibbs"):
             return make_chain

@@ -22,6 +22,13 @@ one ranking off, since its label step never empties a cluster. Clusters live
 in slots that are
 reused when a cluster empties, so no relabelling pass over the data is ever needed.
 
+A sub-cluster chain may hold its rankings elsewhere (``remote``: chunks on Dask
+workers, ``_distributed_rankings``): it then reads them only through the
+operations of ``_mallows_rows`` (the label step, the densities and code totals
+of a proposal's rankings, the statistics of sets of rankings, the log-likelihood
+of each) and the few rankings a move reads, fetched into a cache for the sweep;
+its draws equal those of the same chain with the rankings in X.
+
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
 alpha (n - t_i)! / n! (Lemma 1) and their parameters are then drawn given the one
 ranking pi_i. For Slice-Gibbs that draw is exact: summing over sigma shows that
@@ -44,19 +51,23 @@ from ._kernels cimport (
     Statistics, codes_one, intp_t, log_psi, mh_sigma,
     row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
-    theta_exact, theta_log_normaliser, transposition_pass, weighted_statistics,
+    statistics_load, theta_exact, theta_log_normaliser, transposition_pass,
+    weighted_statistics,
 )
 from . import _subcluster_chain
 from ._consensus import number_by_first_appearance
+from ._kernels import merge_statistics
 from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
     split_select_log_ratio,
 )
 from ._counter_rng cimport philox4x64_10, philox_uniform
-from ._openmp cimport max_threads
-from ._restricted cimport (
-    PURPOSE_LABEL, find_anchors, precedes, row_draws,
+from ._mallows_rows cimport (
+    MIN_ROWS_PER_THREAD, code_total_rows, density_rows, gm_log_density,
+    label_rows, label_scratch_stride,
 )
+from ._openmp cimport max_threads
+from ._restricted cimport find_anchors
 from ._rng cimport (
     bitgen_pointer, draw_from_logs, draw_index, log_pair, log_sum_exp, random_beta,
     random_standard_gamma, shuffle, uniform, uniform_index,
@@ -91,25 +102,10 @@ cdef intp_t N_LAUNCH_SCANS = 2
 # proposal, as in the Gaussian sub-cluster chain.
 cdef intp_t SINGLETON_MOVES = 10
 
-# The parallel label step gives each OpenMP thread at least this many rows: on
-# fewer, starting and joining the threads costs more than the rows (a busy core
-# makes each join wait for a time slice). The draws do not depend on it.
-cdef intp_t MIN_ROWS_PER_THREAD = 128
 # a sub-cluster launch's scan computes its rankings' densities on the threads
 # from this many rankings (fewer are not worth waking them for); read by each
 # chain when it is made (a test sets it to compare with the sequential scan)
 PARALLEL_SCAN_ROWS = 2048
-
-
-cdef inline double gm_log_density(
-    const intp_t* x, intp_t t, const intp_t* pos, const double* th, const double* norm,
-    intp_t* code,
-) noexcept nogil:
-    """log GM(x | sigma, theta) of the top-t ranking x, sigma given by its inverse
-    ``pos`` and theta's cumulative log psi by ``norm``; ``code`` (t,) is the
-    caller's scratch, so that threads each pass their own."""
-    codes_one(x, t, pos, code)
-    return gm_from_codes(code, t, th, norm)
 
 
 cdef inline void statistics_stage_sums(
@@ -119,17 +115,6 @@ cdef inline void statistics_stage_sums(
     its inverse ``pos``: ``stage_sums`` on the statistics' fields."""
     stage_sums(st.n_ranked, T, st.items, st.counts, st.n_pairs, st.pair_first,
                st.pair_second, st.pair_stage, st.pair_count, pos, out)
-
-
-cdef inline double gm_from_codes(
-    const intp_t* code, intp_t t, const double* th, const double* norm,
-) noexcept nogil:
-    """log GM of a top-t ranking from its codes ``code`` (t,) against sigma."""
-    cdef intp_t j
-    cdef double value = -norm[t]
-    for j in range(t):
-        value -= th[j] * code[j]
-    return value
 
 
 # What _propose_set does with a parameter set.
@@ -237,6 +222,31 @@ cdef void work_free(ClusterWork* w) noexcept nogil:
     memset(w, 0, sizeof(ClusterWork))
 
 
+cdef int statistics_view(Statistics* st, statistics) except -1:
+    """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``,
+    kept alive by the caller), for ``statistics_load`` to copy."""
+    cdef const intp_t[::1] items = statistics.items
+    cdef const double[:, ::1] counts = statistics.counts
+    cdef const intp_t[::1] first = statistics.pair_first
+    cdef const intp_t[::1] second = statistics.pair_second
+    cdef const intp_t[::1] stage = statistics.pair_stage
+    cdef const double[::1] pair_count = statistics.pair_count
+    if not (items.shape[0] == counts.shape[0] and first.shape[0] == second.shape[0]
+            == stage.shape[0] == pair_count.shape[0] and items.shape[0] > 0):
+        raise RuntimeError("the statistics returned are malformed")
+    st.n_ranked = items.shape[0]
+    st.n_stages = counts.shape[1]
+    st.n_pairs = first.shape[0]
+    st.items = <intp_t*> &items[0]
+    st.counts = <double*> &counts[0, 0]
+    if st.n_pairs:
+        st.pair_first = <intp_t*> &first[0]
+        st.pair_second = <intp_t*> &second[0]
+        st.pair_stage = <intp_t*> &stage[0]
+        st.pair_count = <double*> &pair_count[0]
+    return 0
+
+
 cdef class MallowsChain:
     """State and sweeps of one chain (see the module docstring).
 
@@ -279,6 +289,12 @@ cdef class MallowsChain:
         Start from this clustering (cluster indices 0 to K - 1, K <= N), each
         cluster's parameters then fitted to its members, instead of
         ``sequential_init`` or the random clustering.
+    remote : object, default=None
+        The holder of rankings kept elsewhere (``_distributed_rankings.
+        DaskRankings``: chunks on Dask workers), for a sub-cluster chain; X is
+        then an empty (0, T) array. The chain reads its rankings only through
+        the holder's operations (``_mallows_rows``), and draws what it draws
+        with the same rankings in X.
     """
 
     cdef object bit_generator
@@ -376,6 +392,18 @@ cdef class MallowsChain:
     cdef intp_t sm_codes_threads
     cdef intp_t parallel_scan_rows  # PARALLEL_SCAN_ROWS when the chain was made
 
+    # rankings held elsewhere (``remote``): the rows a move reads, fetched into
+    # ``cache_rows`` (row ``cache_list[s]`` at slot s) for one sweep
+    cdef object remote
+    cdef dict known_statistics  # a proposal's sets' statistics, by set (remote)
+    cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
+    cdef intp_t* cache_rows    # (cache_capacity, T)
+    cdef intp_t* cache_list    # (cache_capacity,)
+    cdef intp_t n_cached, cache_capacity
+    cdef intp_t pair[2]        # a split-merge proposal's anchors, to fetch
+    cdef intp_t* singleton_rows   # the singleton proposals' rows (-1: absorb)
+    cdef intp_t n_singleton_rows
+
     def __cinit__(self):
         memset(&self.work, 0, sizeof(ClusterWork))   # so that work_free may run
 
@@ -385,10 +413,15 @@ cdef class MallowsChain:
         intp_t n_gibbs, intp_t n_slices, intp_t init_clusters, bit_generator,
         double slice_width=1.0, alpha_prior=None, intp_t n_split_merge=0,
         bint sequential_init=False, bint subcluster=False, init_labels=None,
+        remote=None,
     ):
         cdef intp_t t, i, j, k, n_init
+        if remote is not None and not subcluster:
+            raise ValueError("only a sub-cluster chain reads rankings held elsewhere")
         self.X = X
-        self.N = X.shape[0]
+        self.remote = remote
+        self.known_statistics = {}
+        self.N = X.shape[0] if remote is None else remote.n_rows
         self.T = X.shape[1]
         self.n = n_items
         self.alpha = alpha
@@ -396,7 +429,7 @@ cdef class MallowsChain:
         self.sample_alpha = alpha_prior is not None
         if self.sample_alpha:
             self.alpha_shape, self.alpha_rate = alpha_prior
-        self.n_split_merge = n_split_merge if X.shape[0] >= 2 else 0
+        self.n_split_merge = n_split_merge if self.N >= 2 else 0
         self.nu = nu
         self.r = np.array(r, dtype=np.float64)
         self.log_z0 = np.array(log_z0, dtype=np.float64)
@@ -420,9 +453,15 @@ cdef class MallowsChain:
                 self.key[1] = self.rng.next_uint64(self.rng.state)
         self.new_labels = <intp_t*> grow_array(NULL, max(self.N, 1) * sizeof(intp_t))
         self.log_n_factorial = lgamma(n_items + 1.0)
-        self.lengths = np.empty(self.N, dtype=np.intp)
-        for i in range(self.N):
-            self.lengths[i] = row_length(&X[i, 0], self.T)
+        if remote is None:
+            self.lengths = np.empty(self.N, dtype=np.intp)
+            for i in range(self.N):
+                self.lengths[i] = row_length(&X[i, 0], self.T)
+        else:
+            self.lengths = np.array(remote.lengths(), dtype=np.intp)
+            self.cache_slot = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
+            for i in range(self.N):
+                self.cache_slot[i] = -1
         # log (n - t)! / n!: the new-cluster term of eq. (11) less log alpha, by
         # length t (alpha changes when it is sampled)
         self.log_new = np.array(
@@ -435,9 +474,11 @@ cdef class MallowsChain:
         if self.repeats_previous == NULL:
             raise MemoryError("could not allocate the chain's work arrays")
         for i in range(self.N):
-            self.repeats_previous[i] = i > 0
+            # (rankings held elsewhere are scored without the cache: the same
+            # numbers; only the sequential start scores rows one by one)
+            self.repeats_previous[i] = i > 0 and remote is None
             for j in range(self.T):
-                if i == 0 or X[i, j] != X[i - 1, j]:
+                if not self.repeats_previous[i] or X[i, j] != X[i - 1, j]:
                     self.repeats_previous[i] = 0
                     break
 
@@ -455,8 +496,10 @@ cdef class MallowsChain:
         self.sm_norm = <double*> grow_array(NULL, SM_SETS * (self.T + 1) * sizeof(double))
         self.sm_sums = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
+        # the launch's code totals (every chain) and, in a sub-cluster chain, S's
+        # densities
+        self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
         if subcluster:
-            self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
             self.parallel_scan_rows = max(1, PARALLEL_SCAN_ROWS)
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
                 or self.taken == NULL or self.code_logw == NULL):
@@ -501,6 +544,8 @@ cdef class MallowsChain:
         free(self.new_labels); free(self.log_pi); free(self.anchor_priority)
         free(self.anchor_row); free(self.thread_scratch); free(self.label_position)
         free(self.label_theta); free(self.label_norm)
+        free(self.cache_slot); free(self.cache_rows); free(self.cache_list)
+        free(self.singleton_rows)
 
     # -- slots ---------------------------------------------------------------
 
@@ -646,8 +691,54 @@ cdef class MallowsChain:
         self.beta_hi[c * self.T + j] = M + 1
         return 0
 
+    cdef inline const intp_t* _row(self, intp_t i) noexcept nogil:
+        """Ranking i: in X, or, held elsewhere, among the rows fetched this sweep
+        (``_fetch_rows``, which every move calls first for the rows it reads)."""
+        if self.cache_slot == NULL:
+            return &self.X[i, 0]
+        return self.cache_rows + self.cache_slot[i] * self.T
+
+    cdef int _fetch_rows(self, const intp_t* rows, intp_t m) except -1 nogil:
+        """Read the rankings ``rows[:m]`` (those >= 0) held elsewhere that are not
+        cached yet, in one round trip (nothing to do for rankings in X)."""
+        cdef intp_t s, k, n_new, T = self.T
+        cdef const intp_t[:, ::1] fetched
+        if self.cache_slot == NULL:
+            return 0
+        with gil:
+            wanted = np.unique(np.array(
+                [rows[s] for s in range(m) if rows[s] >= 0 and self.cache_slot[rows[s]] < 0],
+                dtype=np.intp))
+            n_new = len(wanted)
+            if n_new == 0:
+                return 0
+            fetched = np.ascontiguousarray(self.remote.rows(wanted), dtype=np.intp)
+            if fetched.shape[0] != n_new or fetched.shape[1] != T:
+                raise RuntimeError("the rankings fetched have the wrong shape")
+            if self.n_cached + n_new > self.cache_capacity:
+                self.cache_capacity = max(2 * self.cache_capacity, self.n_cached + n_new)
+                self.cache_rows = <intp_t*> grow_array(
+                    self.cache_rows, self.cache_capacity * max(T, 1) * sizeof(intp_t))
+                self.cache_list = <intp_t*> grow_array(
+                    self.cache_list, self.cache_capacity * sizeof(intp_t))
+            for s in range(n_new):
+                k = wanted[s]
+                self.cache_list[self.n_cached] = k
+                self.cache_slot[k] = self.n_cached
+                memcpy(self.cache_rows + self.n_cached * T, &fetched[s, 0],
+                       T * sizeof(intp_t))
+                self.n_cached += 1
+        return 0
+
+    cdef void _clear_rows(self) noexcept nogil:
+        """Forget the rows fetched (at each sweep's start: the cache stays small)."""
+        cdef intp_t s
+        for s in range(self.n_cached):
+            self.cache_slot[self.cache_list[s]] = -1
+        self.n_cached = 0
+
     cdef inline void _codes(self, intp_t i, intp_t c, intp_t* out) noexcept nogil:
-        codes_one(&self.X[i, 0], self.lengths[i], self.position + c * self.n, out)
+        codes_one(self._row(i), self.lengths[i], self.position + c * self.n, out)
 
     cdef inline double _gm_log_likelihood(self, intp_t i, intp_t c) noexcept nogil:
         return self._gm_at(i, self.position + c * self.n, self.theta + c * self.T,
@@ -659,7 +750,7 @@ cdef class MallowsChain:
         """log GM(pi_i | sigma, theta), sigma given by its inverse ``pos`` and theta's
         cumulative log psi by ``norm``. Uses the chain's scratch: not for threads
         (they call ``gm_log_density`` with their own)."""
-        return gm_log_density(&self.X[i, 0], self.lengths[i], pos, th, norm, self.code)
+        return gm_log_density(self._row(i), self.lengths[i], pos, th, norm, self.code)
 
     cdef double _beta_from_table(self, intp_t i, intp_t c) noexcept nogil:
         """The Beta-Gibbs predictive of ranking i in cluster c, from c's cache."""
@@ -709,7 +800,7 @@ cdef class MallowsChain:
         position; the other items fill the remaining positions in uniform order."""
         cdef intp_t j, r, k, count, m, slot, t = self.lengths[i]
         cdef intp_t* sig = self.sigma + c * self.n
-        cdef const intp_t* x = &self.X[i, 0]
+        cdef const intp_t* x = self._row(i)
         for r in range(self.n):
             sig[r] = -1
         for j in range(t):
@@ -887,105 +978,60 @@ cdef class MallowsChain:
         other row i draws its cluster from pi_c GM(pi_i | sigma_c, theta_c) over
         the active clusters whose anchor precedes it (its own always does), by its
         own Philox uniform. The rows are independent given (pi, sigma, theta), so
-        they are drawn in a ``prange``, each thread with its own scratch (at most
-        ``max_threads()`` threads, each with at least MIN_ROWS_PER_THREAD rows);
-        a row's draw depends on its index alone, never on the thread. No cluster empties
-        (its anchor stays) and none is created, so the slots stay as they are and
-        only the sizes are recounted. ``free``: no anchors, and rows may have no
-        label yet (-1): every row draws from every cluster (the sampled start's
-        step, which may empty a cluster).
+        they are drawn in a ``prange`` (``_mallows_rows.label_rows``), each thread
+        with its own scratch (at most ``max_threads()`` threads, each with at
+        least MIN_ROWS_PER_THREAD rows), or by the workers holding them (``remote``);
+        a row's draw depends on its index alone, never on the thread or worker.
+        No cluster empties (its anchor stays) and none is created, so the slots
+        stay as they are and only the sizes are recounted. ``free``: no anchors,
+        and rows may have no label yet (-1): every row draws from every cluster
+        (the sampled start's step, which may empty a cluster).
         """
-        cdef intp_t a, c, i, j, k, t, tid
-        cdef intp_t K = self.slots.n_active, N = self.N, T = self.T
+        cdef intp_t a, c, i, K = self.slots.n_active, N = self.N
+        cdef intp_t capacity = self.slots.capacity
         cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
+        cdef size_t stride = label_scratch_stride(K, self.T)
+        cdef intp_t* labels = &self.labels[0]
+        cdef const intp_t* active = self.slots.active
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
-        # per thread: u (4), log weights (K + 1), the row's items' offsets (T, as
-        # intp_t in doubles' room: both are 8 bytes), its log densities (K) and one
-        # stage's codes (K int32, in (K + 1) // 2 doubles)
-        cdef size_t stride = 4 + (K + 1) + T + K + (K + 1) // 2
-        cdef double* scratch
-        cdef double* u
-        cdef double* logw
-        cdef intp_t* row_items
-        cdef double* value
-        cdef int32_t* code
-        cdef const int32_t* p_j
-        cdef const int32_t* p_k
-        cdef const double* th_j
-        cdef const intp_t* X = &self.X[0, 0]
-        cdef const intp_t* lengths = &self.lengths[0]
-        cdef intp_t* labels = &self.labels[0]
-        cdef intp_t* new_labels = self.new_labels
-        cdef const intp_t* active = self.slots.active
-        cdef const double* log_pi = self.log_pi
-        cdef const double* anchor_priority = self.anchor_priority
-        cdef const intp_t* anchor_row = self.anchor_row
-        cdef const uint64_t* key = self.key
-        cdef const int32_t* positions
-        cdef const double* stage_theta
-        cdef const double* stage_norm
-
         for a in range(K):
             c = active[a]
             self.log_pi[c] = log(random_standard_gamma(self.rng, <double> self.size[c]))
         if free:
-            for c in range(self.slots.capacity):
+            for c in range(capacity):
                 self.anchor_priority[c] = -1.0
                 self.anchor_row[c] = -1
         else:
-            find_anchors(key, sweep, labels, N, self.slots.capacity,
+            find_anchors(self.key, sweep, labels, N, capacity,
                          self.anchor_priority, self.anchor_row)
         self._label_tables()
-        positions = self.label_position
-        stage_theta = self.label_theta
-        stage_norm = self.label_norm
-        if n_threads * stride > self.thread_scratch_size:
-            self.thread_scratch = <double*> grow_array(
-                self.thread_scratch, n_threads * stride * sizeof(double))
-            self.thread_scratch_size = n_threads * stride
-        scratch = self.thread_scratch
-        for i in prange(N, nogil=True, schedule="static", num_threads=n_threads):
-            tid = threadid()
-            u = scratch + tid * stride
-            logw = u + 4
-            row_items = <intp_t*> (logw + K + 1)
-            value = logw + K + 1 + T
-            code = <int32_t*> (value + K)
-            c = labels[i]
-            if c >= 0 and anchor_row[c] == i:
-                new_labels[i] = c
-                continue
-            row_draws(key, i, sweep, PURPOSE_LABEL, u)
-            t = lengths[i]
-            for j in range(t):
-                row_items[j] = X[i * T + j] * K
-            # log GM(x_i | sigma_a, theta_a) for every cluster a at once, stage by
-            # stage: the loops run over the clusters, in SIMD lanes. Stage j's code
-            # is x_j's position in sigma_a less the earlier items placed before it
-            # (codes_from_positions), and the terms are subtracted in gm_from_codes'
-            # order, so each value is that of gm_log_density to the bit.
-            for a in range(K):
-                value[a] = -stage_norm[t * K + a]
-            for j in range(t):
-                p_j = positions + row_items[j]
-                for a in range(K):
-                    code[a] = p_j[a]
-                for k in range(j):
-                    p_k = positions + row_items[k]
-                    for a in range(K):
-                        code[a] -= p_k[a] < p_j[a]
-                th_j = stage_theta + j * K
-                for a in range(K):
-                    value[a] -= th_j[a] * code[a]
-            for a in range(K):
-                c = active[a]
-                if precedes(anchor_priority[c], anchor_row[c], u[0], i):
-                    logw[a] = log_pi[c] + value[a]
-                else:
-                    logw[a] = -INFINITY
-            new_labels[i] = active[draw_index(logw, K, u[1])]
-        memcpy(labels, new_labels, N * sizeof(intp_t))
+        if self.remote is not None:
+            with gil:
+                new_labels = self.remote.label_step(
+                    np.asarray(self.labels),
+                    np.array([self.key[0], self.key[1]], dtype=np.uint64), sweep,
+                    np.asarray(<const intp_t[:K]> active),
+                    np.asarray(<double[:capacity]> self.log_pi),
+                    np.asarray(<double[:capacity]> self.anchor_priority),
+                    np.asarray(<intp_t[:capacity]> self.anchor_row),
+                    np.asarray(<int32_t[:K * self.n]> self.label_position),
+                    np.asarray(<double[:K * self.T]> self.label_theta),
+                    np.asarray(<double[:K * (self.T + 1)]> self.label_norm))
+                if np.shape(new_labels) != (N,):
+                    raise RuntimeError("the label step returned the wrong number of rows")
+                np.asarray(self.labels)[:] = new_labels
+        else:
+            if n_threads * stride > self.thread_scratch_size:
+                self.thread_scratch = <double*> grow_array(
+                    self.thread_scratch, n_threads * stride * sizeof(double))
+                self.thread_scratch_size = n_threads * stride
+            label_rows(&self.X[0, 0], &self.lengths[0], self.T, N, 0, labels,
+                       self.new_labels, self.key, sweep, active, K, self.log_pi,
+                       self.anchor_priority, self.anchor_row, self.label_position,
+                       self.label_theta, self.label_norm, self.thread_scratch,
+                       n_threads)
+            memcpy(labels, self.new_labels, N * sizeof(intp_t))
         for a in range(K):
             self.size[active[a]] = 0
         for i in range(N):
@@ -1035,21 +1081,35 @@ cdef class MallowsChain:
         A sub-cluster chain updates its clusters in parallel (OpenMP, over the
         clusters), each from its own counter-based stream keyed by (slot, round):
         the draws do not depend on the number of threads. Other chains update them
-        in turn from the chain's stream.
+        in turn from the chain's stream. With rankings held elsewhere, the
+        clusters' statistics come from their holders first, in one round trip.
         """
         cdef intp_t a, c, j, tid, K = self.slots.n_active
         cdef int n_threads
+        cdef Statistics* given = NULL
         self._group_members()
         if self.subcluster:
             n_threads = max(1, min(max_threads(), K))
             if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
                 n_threads = self.thread_cap
             self._grow_works(n_threads)
-            for a in prange(K, schedule="dynamic", num_threads=n_threads):
-                tid = threadid()
-                c = self.slots.active[a]
-                stream_start(&self.works[tid], self.key, c, self.param_round)
-                self._update_cluster(c, &self.works[tid], &self.works[tid].bitgen)
+            if self.remote is not None:
+                with gil:
+                    kept = self.remote.cluster_statistics(
+                        np.asarray(self.labels),
+                        np.asarray(<intp_t[:K]> self.slots.active))
+                    given = <Statistics*> grow_array(NULL, max(K, 1) * sizeof(Statistics))
+                    for a in range(K):
+                        statistics_view(&given[a], kept[a])
+            try:
+                for a in prange(K, schedule="dynamic", num_threads=n_threads):
+                    tid = threadid()
+                    c = self.slots.active[a]
+                    stream_start(&self.works[tid], self.key, c, self.param_round)
+                    self._update_cluster(c, &self.works[tid], &self.works[tid].bitgen,
+                                         NULL if given == NULL else &given[a])
+            finally:
+                free(given)
             self.param_round += 1
             return 0
         for a in range(K):
@@ -1063,7 +1123,7 @@ cdef class MallowsChain:
                 self._beta_theta(c)
                 self._refresh(c)
                 continue
-            self._update_cluster(c, &self.work, self.rng)
+            self._update_cluster(c, &self.work, self.rng, NULL)
         return 0
 
     cdef int _grow_works(self, intp_t n_threads) except -1 nogil:
@@ -1077,19 +1137,27 @@ cdef class MallowsChain:
             work_allocate(&self.works[t], self.n, self.T)
         return 0
 
-    cdef int _update_cluster(self, intp_t c, ClusterWork* w, bitgen_t* rng) except -1 nogil:
+    cdef int _update_cluster(
+        self, intp_t c, ClusterWork* w, bitgen_t* rng, const Statistics* given,
+    ) except -1 nogil:
         """n_gibbs rounds of sigma | theta and theta | sigma for cluster c (of two
         members or more for Beta-Gibbs), in ``w``'s buffers, from ``rng``. Writes
-        only cluster c's arrays: clusters may be updated in parallel."""
+        only cluster c's arrays: clusters may be updated in parallel. ``given``:
+        the members' statistics, built where they are (NULL: built here)."""
         cdef intp_t g, j, d, D
         cdef double log_z
         cdef intp_t* sig = self.sigma + c * self.n
         cdef intp_t* pos = self.position + c * self.n
         cdef double* th = self.theta + c * self.T
-        statistics_build(
-            &w.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
-            self.size[c], self.n, w.local,
-        )
+        if given == NULL:
+            statistics_build(
+                &w.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
+                self.size[c], self.n, w.local,
+            )
+        else:
+            statistics_load(&w.st, given.n_ranked, self.T, given.items, given.counts,
+                            given.n_pairs, given.pair_first, given.pair_second,
+                            given.pair_stage, given.pair_count)
         D = w.st.n_ranked
         for j in range(self.T):
             w.stage_n[j] = 0.0
@@ -1127,16 +1195,31 @@ cdef class MallowsChain:
         self._refresh(c)
         return 0
 
-    cdef double _compute_log_joint(self) noexcept nogil:
+    cdef double _compute_log_joint(self) except? -1 nogil:
         """log p(c, sigma, theta, X | alpha) with the exact model (constants included),
-        plus log p(alpha) when alpha is sampled."""
-        cdef intp_t a, c, i, j
+        plus log p(alpha) when alpha is sampled. The rankings' log-likelihoods are
+        summed in row order, wherever they are computed."""
+        cdef intp_t a, c, i, j, capacity = self.slots.capacity
         cdef double value = crp_log_normaliser(self.alpha, self.slots.n_active, self.N)
         cdef double* th
+        cdef const double[::1] row_values
         if self.sample_alpha:
             value += gamma_log_density(self.alpha, self.alpha_shape, self.alpha_rate)
-        for i in range(self.N):
-            value += self._gm_log_likelihood(i, self.labels[i])
+        if self.remote is None:
+            for i in range(self.N):
+                value += self._gm_log_likelihood(i, self.labels[i])
+        else:
+            with gil:
+                row_values = np.ascontiguousarray(self.remote.log_likelihoods(
+                    np.asarray(self.labels),
+                    np.asarray(<intp_t[:capacity * self.n]> self.position),
+                    np.asarray(<double[:capacity * self.T]> self.theta),
+                    np.asarray(<double[:capacity * (self.T + 1)]> self.log_norm),
+                ), dtype=np.float64)
+                if row_values.shape[0] != self.N:
+                    raise RuntimeError("the log-likelihoods have the wrong length")
+            for i in range(self.N):
+                value += row_values[i]
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
             th = self.theta + c * self.T
@@ -1174,6 +1257,7 @@ cdef class MallowsChain:
             order[r] = r
             self.labels[r] = -1
         shuffle(order, self.N, self.rng)
+        self._fetch_rows(order, n_sample)
         for r in range(n_sample):
             i = order[r]
             self._seat(i, -1, False, False)
@@ -1240,7 +1324,7 @@ cdef class MallowsChain:
     cdef double _propose_set(
         self, const intp_t* points, intp_t m, const double* theta_ref, intp_t k,
         int how,
-    ) noexcept nogil:
+    ) except? -1 nogil:
         """Draw or evaluate (``how``) parameter set k for ``points``.
 
         The proposal Q(sigma, theta | points, theta_ref): sigma by the stagewise
@@ -1289,13 +1373,25 @@ cdef class MallowsChain:
         self._fill_norm(k)
         return log_q
 
-    cdef intp_t _set_statistics(self, const intp_t* points, intp_t m, intp_t k) noexcept nogil:
+    cdef intp_t _set_statistics(self, const intp_t* points, intp_t m, intp_t k) except -1 nogil:
         """The work's statistics of ``points[:m]`` and set k's stage counts N_j;
         returns the number of items they rank."""
         cdef intp_t j, d, D
         cdef ClusterWork* w = &self.work
         cdef double* counts = self.sm_counts + k * self.T
-        statistics_build(&w.st, &self.X[0, 0], self.T, points, m, self.n, w.local)
+        cdef Statistics given
+        if self.remote is None:
+            statistics_build(&w.st, &self.X[0, 0], self.T, points, m, self.n, w.local)
+        else:
+            with gil:
+                members = np.array(<intp_t[:m]> <intp_t*> points)
+                merged = self.known_statistics.get(np.sort(members).tobytes())
+                if merged is None:
+                    merged = self.remote.statistics([members])[0]
+                statistics_view(&given, merged)
+            statistics_load(&w.st, given.n_ranked, self.T, given.items, given.counts,
+                            given.n_pairs, given.pair_first, given.pair_second,
+                            given.pair_stage, given.pair_count)
         D = w.st.n_ranked
         for j in range(self.T):
             counts[j] = 0.0
@@ -1305,7 +1401,7 @@ cdef class MallowsChain:
 
     cdef double _inherited_score(
         self, const intp_t* points, intp_t m, intp_t c, intp_t k,
-    ) noexcept nogil:
+    ) except? -1 nogil:
         """Parameter set k <- slot c's (sigma, theta), with its stage sums and
         counts over ``points[:m]``; returns its ``_set_log_score``: the cluster of
         those points with c's parameters."""
@@ -1317,6 +1413,29 @@ cdef class MallowsChain:
                               self.sm_sums + k * self.T)
         self._fill_norm(k)
         return self._set_log_score(k)
+
+    cdef int _prefetch_sides(self, intp_t i, intp_t j, intp_t m, bint union) except -1 nogil:
+        """With rankings held elsewhere: the statistics of the sides (i with S's
+        points on its side, j with the others) in one round trip, kept for
+        ``_set_statistics`` until the next proposal; with ``union``, those of
+        S u {i, j} too, merged from them (a launch's sides partition the union
+        the merge proposals read)."""
+        cdef intp_t N = self.N
+        if self.remote is None:
+            return 0
+        with gil:
+            points = (np.array(<intp_t[:m]> self.sm_points) if m
+                      else np.empty(0, dtype=np.intp))
+            with_i = np.asarray(<signed char[:N]> <signed char*> self.sm_side)[points] != 0
+            sides = [np.concatenate([[i], points[with_i]]).astype(np.intp),
+                     np.concatenate([[j], points[~with_i]]).astype(np.intp)]
+            fetched = self.remote.statistics(sides)
+            for members, statistics in zip(sides, fetched):
+                self.known_statistics[np.sort(members).tobytes()] = statistics
+            if union:
+                self.known_statistics[np.sort(np.concatenate(sides)).tobytes()] = (
+                    merge_statistics(fetched, self.T))
+        return 0
 
     cdef void _fill_norm(self, intp_t k) noexcept nogil:
         cdef intp_t j
@@ -1338,7 +1457,7 @@ cdef class MallowsChain:
                 count += 1
         return count
 
-    cdef double _restricted_scan(self, intp_t m, intp_t forced_a) noexcept nogil:
+    cdef double _restricted_scan(self, intp_t m, intp_t forced_a) except? -1 nogil:
         """One restricted Gibbs scan of S between the launch's two sides.
 
         Each point k of S in turn goes with i with probability proportional to
@@ -1347,12 +1466,14 @@ cdef class MallowsChain:
         with i iff it is in slot ``forced_a``. Returns the log-probability of the
         sides taken. The sub-cluster chain computes the GM densities, which do not
         depend on the sides, first and on the threads (``_launch_densities``);
-        the scan then reads them, so its draws are the same.
+        the scan then reads them, so its draws are the same. With rankings held
+        elsewhere their holders compute them, always.
         """
         cdef intp_t r, k, n_a = 1, n_b = 1
         cdef double la, lb, log_a, log_b, log_q = 0.0
         cdef bint to_a
-        cdef bint ahead = self.subcluster and m >= self.parallel_scan_rows
+        cdef bint ahead = self.subcluster and (
+            m >= self.parallel_scan_rows or self.remote is not None)
         if ahead:
             self._launch_densities(m)
         for r in range(m):
@@ -1393,56 +1514,56 @@ cdef class MallowsChain:
 
     cdef int _launch_densities(self, intp_t m) except -1 nogil:
         """sm_gm: log GM(pi_k | launch A) and (| launch B) of S's m rankings, in
-        S's order, on the threads (the label step's number for m rows)."""
-        cdef intp_t r, k, tid, T = self.T, N = self.N
+        S's order, on the threads (the label step's number for m rows), or by the
+        holders of the rankings."""
+        cdef intp_t T = self.T, n = self.n, N = self.N
         cdef int n_threads = max(1, min(max_threads(), m // MIN_ROWS_PER_THREAD))
-        cdef intp_t* code
-        cdef const intp_t* X = &self.X[0, 0]
-        cdef const intp_t* lengths = &self.lengths[0]
-        cdef const intp_t* points = self.sm_points
-        cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * self.n
-        cdef const intp_t* pos_b = self.sm_pos + SM_LAUNCH_B * self.n
-        cdef const double* th_a = self.sm_theta + SM_LAUNCH_A * T
-        cdef const double* th_b = self.sm_theta + SM_LAUNCH_B * T
-        cdef const double* norm_a = self.sm_norm + SM_LAUNCH_A * (T + 1)
-        cdef const double* norm_b = self.sm_norm + SM_LAUNCH_B * (T + 1)
-        cdef double* gm = self.sm_gm
+        cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * n
+        cdef const intp_t* pos_b = self.sm_pos + SM_LAUNCH_B * n
+        cdef double* th_a = self.sm_theta + SM_LAUNCH_A * T
+        cdef double* th_b = self.sm_theta + SM_LAUNCH_B * T
+        cdef double* norm_a = self.sm_norm + SM_LAUNCH_A * (T + 1)
+        cdef double* norm_b = self.sm_norm + SM_LAUNCH_B * (T + 1)
+        if m == 0:
+            return 0
+        if self.remote is not None:
+            with gil:
+                gm_a, gm_b = self.remote.densities(
+                    np.array(<intp_t[:m]> self.sm_points),
+                    np.array(<intp_t[:n]> <intp_t*> pos_a), np.array(<double[:T]> th_a),
+                    np.array(<double[:T + 1]> norm_a),
+                    np.array(<intp_t[:n]> <intp_t*> pos_b), np.array(<double[:T]> th_b),
+                    np.array(<double[:T + 1]> norm_b))
+                np.asarray(<double[:m]> self.sm_gm)[:] = gm_a
+                np.asarray(<double[:m]> (self.sm_gm + N))[:] = gm_b
+            return 0
         if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
             n_threads = self.thread_cap
         if n_threads > self.sm_codes_threads:
             self.sm_codes = <intp_t*> grow_array(
                 self.sm_codes, n_threads * max(T, 1) * sizeof(intp_t))
             self.sm_codes_threads = n_threads
-        for r in prange(m, schedule="static", num_threads=n_threads):
-            tid = threadid()
-            code = self.sm_codes + tid * T
-            k = points[r]
-            gm[r] = gm_log_density(X + k * T, lengths[k], pos_a, th_a, norm_a, code)
-            gm[N + r] = gm_log_density(X + k * T, lengths[k], pos_b, th_b, norm_b, code)
+        density_rows(&self.X[0, 0], &self.lengths[0], T, 0, self.sm_points, m,
+                     pos_a, th_a, norm_a, pos_b, th_b, norm_b, self.sm_gm,
+                     self.sm_gm + N, self.sm_codes, n_threads)
         return 0
 
     cdef void _anchor_positions(self, intp_t i, intp_t k) noexcept nogil:
         """sm_pos of set k: pi_i's items first, in its order, then the others by id."""
         cdef intp_t j, item, r
         cdef intp_t* pos = self.sm_pos + k * self.n
+        cdef const intp_t* x = self._row(i)
         for item in range(self.n):
             pos[item] = -1
         for j in range(self.lengths[i]):
-            pos[self.X[i, j]] = j
+            pos[x[j]] = j
         r = self.lengths[i]
         for item in range(self.n):
             if pos[item] < 0:
                 pos[item] = r
                 r += 1
 
-    cdef intp_t _code_total(self, intp_t k, intp_t s) noexcept nogil:
-        cdef intp_t j, total = 0
-        codes_one(&self.X[k, 0], self.lengths[k], self.sm_pos + s * self.n, self.code)
-        for j in range(self.lengths[k]):
-            total += self.code[j]
-        return total
-
-    cdef void _launch(self, intp_t i, intp_t j, intp_t m) noexcept nogil:
+    cdef int _launch(self, intp_t i, intp_t j, intp_t m) except -1 nogil:
         """The launch state, drawn from (i, j, S) alone, alike for a split and a merge.
 
         S's points first go with the anchor whose ranking (completed by item id) is
@@ -1450,18 +1571,31 @@ cdef class MallowsChain:
         each side's parameters from Q(. | side, its previous theta; 1 at first),
         then a restricted Gibbs scan.
         """
-        cdef intp_t r, k, s, n_a, n_b, d_a, d_b
+        cdef intp_t r, k, s, n_a, n_b, n = self.n
+        cdef double* d_a = self.sm_gm            # S's code totals under A and B
+        cdef double* d_b = self.sm_gm + self.N
         self._anchor_positions(i, SM_LAUNCH_A)
         self._anchor_positions(j, SM_LAUNCH_B)
+        if self.remote is None or m == 0:
+            code_total_rows(&self.X[0, 0], &self.lengths[0], self.T, 0, self.sm_points,
+                            m, self.sm_pos + SM_LAUNCH_A * n,
+                            self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code)
+        else:
+            with gil:
+                total_a, total_b = self.remote.code_totals(
+                    np.array(<intp_t[:m]> self.sm_points),
+                    np.array(<intp_t[:n]> (self.sm_pos + SM_LAUNCH_A * n)),
+                    np.array(<intp_t[:n]> (self.sm_pos + SM_LAUNCH_B * n)))
+                np.asarray(<double[:m]> d_a)[:] = total_a
+                np.asarray(<double[:m]> d_b)[:] = total_b
         for r in range(m):
             k = self.sm_points[r]
-            d_a = self._code_total(k, SM_LAUNCH_A)
-            d_b = self._code_total(k, SM_LAUNCH_B)
-            self.sm_side[k] = d_a < d_b or (d_a == d_b and uniform(self.rng) < 0.5)
+            self.sm_side[k] = d_a[r] < d_b[r] or (d_a[r] == d_b[r] and uniform(self.rng) < 0.5)
         for r in range(self.T):
             self.sm_theta[SM_LAUNCH_A * self.T + r] = 1.0
             self.sm_theta[SM_LAUNCH_B * self.T + r] = 1.0
         for s in range(N_LAUNCH_SCANS):
+            self._prefetch_sides(i, j, m, s == 0)
             n_a = self._gather(i, m, 1)
             self._propose_set(self.sm_list, n_a, self.sm_theta + SM_LAUNCH_A * self.T,
                               SM_LAUNCH_A, PROPOSE_LAUNCH)
@@ -1469,8 +1603,9 @@ cdef class MallowsChain:
             self._propose_set(self.sm_list, n_b, self.sm_theta + SM_LAUNCH_B * self.T,
                               SM_LAUNCH_B, PROPOSE_LAUNCH)
             self._restricted_scan(m, -1)
+        return 0
 
-    cdef void _merge_launch(self, intp_t i, intp_t j, intp_t m) noexcept nogil:
+    cdef int _merge_launch(self, intp_t i, intp_t j, intp_t m) except -1 nogil:
         """The merge launch of the fresh kernel: sigma, theta from Q(. | S u {i, j},
         the launch sides' size-weighted theta), whose theta is the merged
         proposal's reference."""
@@ -1483,6 +1618,7 @@ cdef class MallowsChain:
                       + n_b * self.sm_theta[SM_LAUNCH_B * self.T + r]) / (m + 2.0)
         total = self._gather_union(i, j, m)
         self._propose_set(self.sm_list, total, ref, SM_LAUNCH_MERGED, PROPOSE_LAUNCH)
+        return 0
 
     cdef intp_t _gather_union(self, intp_t i, intp_t j, intp_t m) noexcept nogil:
         """sm_list: i, S, then j. Returns m + 2."""
@@ -1680,6 +1816,12 @@ cdef class MallowsChain:
                 return 0
         else:
             m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
+        self.pair[0] = i
+        self.pair[1] = j
+        self._fetch_rows(self.pair, 2)
+        if self.remote is not None:
+            with gil:
+                self.known_statistics.clear()
         ci = self.labels[i]
         cj = self.labels[j]
         kept = uniform(self.rng) < 0.5
@@ -1689,6 +1831,7 @@ cdef class MallowsChain:
         if ci == cj:
             self.n_split += 1
             log_q = self._restricted_scan(m, -1)
+            self._prefetch_sides(i, j, m, False)
             n_a = self._gather(i, m, 1)
             if kept:
                 f_a = self._inherited_score(self.sm_list, n_a, ci, SM_A)
@@ -1735,6 +1878,7 @@ cdef class MallowsChain:
             log_q = self._propose_set(self.sm_list, n_u, ref_m, SM_MERGED, PROPOSE_DRAW)
             f_u = self._set_log_score(SM_MERGED)
         log_back = self._restricted_scan(m, ci)
+        self._prefetch_sides(i, j, m, False)
         n_a = self._gather(i, m, 1)
         if kept:
             f_a = self._inherited_score(self.sm_list, n_a, ci, SM_A)
@@ -1779,8 +1923,30 @@ cdef class MallowsChain:
             self.log_prob[b] = log(size) + self._gm_log_likelihood(a, k)
         return log_sum_exp(self.log_prob, K)
 
-    cdef int _singleton_move(self) except -1 nogil:
-        """One proposal of the sub-cluster sampler's exact singleton pair.
+    cdef int _singleton_phase(self) except -1 nogil:
+        """SINGLETON_MOVES x ``n_split_merge`` singleton proposals.
+
+        Each proposal's type, and the ranking a split-off proposal reads, are
+        drawn before any proposal runs (they do not depend on the state), so
+        that rankings held elsewhere are fetched at once, as the Gaussian
+        sub-cluster chain does.
+        """
+        cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_split_merge
+        if n_moves > self.n_singleton_rows:
+            self.singleton_rows = <intp_t*> grow_array(
+                self.singleton_rows, n_moves * sizeof(intp_t))
+            self.n_singleton_rows = n_moves
+        for t in range(n_moves):
+            self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
+                                      else uniform_index(self.rng, self.N))
+        self._fetch_rows(self.singleton_rows, n_moves)
+        for t in range(n_moves):
+            self._singleton_move(self.singleton_rows[t])
+        return 0
+
+    cdef int _singleton_move(self, intp_t a) except -1 nogil:
+        """One proposal of the sub-cluster sampler's exact singleton pair: an
+        absorb (``a`` < 0) or the split-off of ranking ``a``.
 
         A cluster never empties in the anchored label step, so a cluster of one
         ranking leaves only by a merge, which rarely proposes it. The pair is the
@@ -1807,10 +1973,10 @@ cdef class MallowsChain:
         accepted. The CRP factors and c's likelihood of pi_a cancel against the
         target's probability in the reverse absorption.
         """
-        cdef intp_t K = self.slots.n_active, a, b, c, k, r
+        cdef intp_t K = self.slots.n_active, b, c, k, r
         cdef double log_z, log_ratio
         cdef double log_n = log(<double> self.N)
-        if uniform(self.rng) < 0.5:
+        if a < 0:
             c = self.slots.active[uniform_index(self.rng, K)]
             if self.size[c] != 1 or K < 2:
                 return 0
@@ -1819,6 +1985,7 @@ cdef class MallowsChain:
                 if self.labels[r] == c:
                     a = r
                     break
+            self._fetch_rows(&a, 1)
             log_z = self._singleton_log_weights(a, c, -1)
             b = draw_from_logs(self.log_prob, K, self.rng)  # never c: its weight is 0
             k = self.slots.active[b]
@@ -1830,7 +1997,6 @@ cdef class MallowsChain:
                 self._resize(c, -1)
                 self._close_slot(c)
             return 0
-        a = uniform_index(self.rng, self.N)
         c = self.labels[a]
         if self.size[c] < 2:
             return 0
@@ -1864,6 +2030,7 @@ cdef class MallowsChain:
         cdef intp_t s, t
         with self.bit_generator.lock, nogil:
             for s in range(n_sweeps):
+                self._clear_rows()
                 if self.subcluster:
                     self._parallel_labels(self.sweep_count)
                 else:
@@ -1872,8 +2039,7 @@ cdef class MallowsChain:
                 for t in range(self.n_split_merge):
                     self._split_merge()
                 if self.subcluster:
-                    for t in range(SINGLETON_MOVES * self.n_split_merge):
-                        self._singleton_move()
+                    self._singleton_phase()
                 if self.sample_alpha:
                     self._update_alpha()
                 self.sweep_count += 1
@@ -1921,6 +2087,7 @@ cdef class MallowsChain:
         for r in range(self.N):
             slot_of_label.setdefault(labels[r], self.labels[r])
         with nogil:
+            self._fetch_rows(&i, 1)
             self._remove(i)
             self._score(i, False)
         scores = {self.slots.active[a]: self.log_prob[a] for a in range(self.slots.n_active)}

@@ -40,7 +40,9 @@ _MAX_ITEM_ID = 2**31 - 1
 _MAX_N_ITEMS = _MAX_ITEM_ID + 1
 
 
-def check_rankings(X, *, n_items=None, input_name="X", ensure_min_samples=1):
+def check_rankings(
+    X, *, n_items=None, input_name="X", ensure_min_samples=1, first_row=0
+):
     """Validate rankings and return them as an array padded with -1.
 
     Parameters
@@ -63,6 +65,10 @@ def check_rankings(X, *, n_items=None, input_name="X", ensure_min_samples=1):
 
     ensure_min_samples : int, default=1
         Minimum number of rankings ``X`` must hold.
+
+    first_row : int, default=0
+        The index of X's first row in the data it belongs to (a chunk of a dask
+        array's), added to the row an error names.
 
     Returns
     -------
@@ -107,7 +113,7 @@ the items of a ranking must be distinct.
 
     X_checked = _validate_fast(X, n_items)
     if X_checked is None:
-        _raise_first_row_fault(X, input_name, n_items)
+        _raise_first_row_fault(X, input_name, n_items, first_row)
     return X_checked
 
 
@@ -553,8 +559,9 @@ def _has_duplicates_fast(X, padding, max_id):
     return np.bitwise_count(seen) != lengths
 
 
-def _raise_first_row_fault(X, input_name, n_items):
-    """Raise a ValueError naming the first malformed row of 2-D ``X``."""
+def _raise_first_row_fault(X, input_name, n_items, first_row=0):
+    """Raise a ValueError naming the first malformed row of 2-D ``X`` (its index
+    plus ``first_row``)."""
     faults = _row_faults(X, n_items)
     bad = np.logical_or.reduce(list(faults.values()))
     if not bad.any():  # pragma: no cover
@@ -564,7 +571,9 @@ def _raise_first_row_fault(X, input_name, n_items):
     row = int(np.argmax(bad))
     # ``faults`` is ordered by priority: report the first fault of that row.
     fault = next(name for name, mask in faults.items() if mask[row])
-    raise ValueError(_describe_fault(fault, X[row], row, input_name, n_items))
+    raise ValueError(
+        _describe_fault(fault, X[row], first_row + row, input_name, n_items)
+    )
 
 
 def _row_faults(X, n_items):

@@ -1,6 +1,6 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""Fixtures shared by the tests of real data: the shared data folder, no network."""
+"""Fixtures shared by the tests: the shared data folder, no network, a Dask cluster."""
 
 import urllib.request
 from pathlib import Path
@@ -27,3 +27,18 @@ def no_network(monkeypatch):
         raise AssertionError(f"network access attempted: {args[0]!r}")
 
     monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A client of a LocalCluster of 2 worker processes, one thread each, for the
+    tests of fits on Dask of one module (skips them without dask.distributed);
+    closed after the module, so that no other test finds it active."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client

@@ -16,7 +16,6 @@ from sklearn.metrics import adjusted_rand_score
 
 from rankmix import (
     DPGaussianClustering,
-    DPMallowsClustering,
     DPMultinomialClustering,
     _collapsed,
 )
@@ -299,18 +298,6 @@ def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
 # -- the estimator on a LocalCluster ----------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield client
-
-
 @pytest.mark.parametrize("covariance_type", ["full", "spherical"])
 def test_dask_fit_draws_what_an_in_process_fit_draws(
     covariance_type, dask_client, monkeypatch
@@ -382,8 +369,6 @@ def test_dask_fit_refuses_what_it_cannot_do(dask_client):
         )
     with pytest.raises(ValueError, match="sampler='subcluster'"):
         DPMultinomialClustering().fit(da.from_array(two_topics(100), chunks=20))
-    with pytest.raises(TypeError, match="DPMultinomialClustering"):
-        DPMallowsClustering().fit(da.from_array(np.ones((10, 3)), chunks=5))
 
 
 def test_rows_of_a_dask_array_are_checked_before_any_work():

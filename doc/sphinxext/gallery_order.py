@@ -19,6 +19,7 @@ ORDER = [
     "plot_sushi.py",
     "plot_jester.py",
     "plot_sampler_convergence.py",
+    "plot_dask_rankings.py",
     # vectors
     "plot_gaussian_vs_sklearn.py",
     "plot_digits.py",

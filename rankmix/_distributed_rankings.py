@@ -1,0 +1,205 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The rankings of a Mallows chain on Dask workers: ``sampler="subcluster"`` past
+one machine.
+
+A :class:`DaskRankings` keeps the rankings of a ``dask.array.Array`` where they
+are: each chunk is validated on its worker (an error names the row of X), cut to
+the data's stages and kept there (``_mallows_rows.ChunkRankings``). The Mallows
+sub-cluster chain (``MallowsChain`` with ``remote``) then reads them only through
+the operations below, each run by the workers over their own rows
+(``_mallows_rows.chunk_*``):
+
+* the label step: the chain's label tables (K x (n + 2 T + 1) numbers) go out,
+  each chunk's labels both ways (8 bytes a ranking);
+* the statistics of the clusters, or of given sets of rankings (a split-merge
+  proposal's two sides at once): each chunk sends back its compact statistics
+  (items, stage counts, observed precedences), merged here exactly
+  (``_kernels.merge_statistics``), never an n x n matrix;
+* the GM densities and the code totals of a proposal's rankings (two doubles a
+  ranking back);
+* each ranking's log-likelihood in its cluster, once per call of ``sweep``;
+* the rankings a singleton move or a proposal's anchors read (a few a sweep).
+
+The global steps (parameters, weights, the Metropolis-Hastings decisions, alpha)
+run where the chain is. Every result depends on the rows and the parameters
+only, so the chain draws the same as with its rankings in process, whatever the
+chunks, the workers or the threads (``tests/test_distributed.py``). A proposal
+costs about ten round trips (the launch's code totals, then per launch scan the
+two sides' statistics and the densities): on one machine, threads are faster
+than a cluster of processes.
+"""
+
+import numpy as np
+
+from . import _mallows_rows as rows_module
+from ._distributed import DaskRows
+from ._kernels import merge_statistics
+from ._validation import check_rankings
+
+
+def _checked(chunk, first_row, n_items):
+    """The chunk's rankings validated (``check_rankings``), or the error that
+    names its first bad row (as X's row), returned, not raised, so that the
+    client reports the first one in row order."""
+    try:
+        return check_rankings(np.asarray(chunk), n_items=n_items, first_row=first_row)
+    except (TypeError, ValueError) as error:
+        return error
+
+
+def _summary(checked):
+    """The error, or (the longest ranking's length, the largest item id)."""
+    if isinstance(checked, Exception):
+        return checked
+    return int(np.count_nonzero(checked >= 0, axis=1).max()), int(checked.max())
+
+
+def _chunk_rankings(checked, n_stages, n_items):
+    return rows_module.ChunkRankings(checked[:, :n_stages], n_items)
+
+
+def _lengths(rows, offset):
+    return rows.lengths
+
+
+class DaskRankings(DaskRows):
+    """The rankings of a dask array on the workers, and the chain's operations.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_rankings, t_max)
+        Rankings as for ``check_rankings`` (item ids, padded with -1), chunked
+        along the rows (the columns are made one chunk).
+    client : distributed.Client
+        The active client.
+    n_items : int or None
+        The estimator's ``n_items``; None infers it from the data.
+
+    Attributes
+    ----------
+    n_items : int
+        ``n_items``, or the largest item id + 1.
+    n_features : int
+        The longest ranking's length, the chain's number of stages T.
+    """
+
+    def __init__(self, X, client, n_items):
+        # each chunk holds whole rankings: no block of rows to align to
+        super().__init__(X, client, row_block=1)
+        checked = [
+            client.submit(_checked, chunk, int(offset), n_items, pure=False)
+            for chunk, offset in zip(self._chunks, self.offsets)
+        ]
+        summaries = client.gather(
+            [client.submit(_summary, c, pure=False) for c in checked]
+        )
+        for summary in summaries:  # in row order: the first bad row is named
+            if isinstance(summary, Exception):
+                raise summary
+        self.n_features = max(width for width, _ in summaries)
+        largest = max(item for _, item in summaries)
+        self.n_items = largest + 1 if n_items is None else int(n_items)
+        self._families = [
+            client.submit(_chunk_rankings, c, self.n_features, self.n_items, pure=False)
+            for c in checked
+        ]
+        self._chunks = None  # the unvalidated chunks are no longer needed
+
+    def lengths(self):
+        """Each ranking's length, (n_rankings,)."""
+        return np.concatenate(self._submit(_lengths))
+
+    # -- the chain's operations (``_mallows_rows``) ---------------------------------
+
+    def label_step(self, labels, key, sweep, active, *tables):
+        """``chunk_label_step`` on every chunk with its part of ``labels``: the
+        new labels. ``tables``: log_pi, anchor_priority, anchor_row, positions,
+        theta, norm, as ``MallowsChain._parallel_labels`` has them."""
+        return np.concatenate(
+            self._submit(
+                rows_module.chunk_label_step,
+                self._slice(labels),
+                key,
+                sweep,
+                active,
+                *tables,
+            )
+        )
+
+    def cluster_statistics(self, labels, slots):
+        """The merged statistics of the rankings in each slot of ``slots``."""
+        parts = self._submit(
+            rows_module.chunk_cluster_statistics, self._slice(labels), slots
+        )
+        return [
+            merge_statistics([part[a] for part in parts], self.n_features)
+            for a in range(len(slots))
+        ]
+
+    def statistics(self, point_sets):
+        """The merged statistics of each set of rankings (any order), in one
+        round trip."""
+        chunk_of = [self._chunk_of(points) for points in point_sets]
+        chunks = [int(c) for c in np.unique(np.concatenate(chunk_of))]
+        parts = self._submit(
+            rows_module.chunk_statistics,
+            lambda c: [p[where == c] for p, where in zip(point_sets, chunk_of)],
+            chunks=chunks,
+        )
+        return [
+            merge_statistics([part[s] for part in parts], self.n_features)
+            for s in range(len(point_sets))
+        ]
+
+    def densities(self, points, *parameters):
+        """(log GM under launch A, under B) of the rankings ``points``, in their
+        order. ``parameters``: pos_a, th_a, norm_a, pos_b, th_b, norm_b."""
+        return self._per_point(rows_module.chunk_densities, points, *parameters)
+
+    def code_totals(self, points, pos_a, pos_b):
+        """(code totals against A, against B) of the rankings ``points``."""
+        return self._per_point(rows_module.chunk_code_totals, points, pos_a, pos_b)
+
+    def log_likelihoods(self, labels, position, theta, log_norm):
+        """Each ranking's log GM in its cluster, the parameters by slot."""
+        return np.concatenate(
+            self._submit(
+                rows_module.chunk_log_likelihoods,
+                self._slice(labels),
+                position,
+                theta,
+                log_norm,
+            )
+        )
+
+    def rows(self, indices):
+        """The rankings ``indices`` (any order): (len(indices), n_features)."""
+        indices = np.asarray(indices, dtype=np.intp)
+        out = np.empty((len(indices), self.n_features), dtype=np.intp)
+        chunk_of, chunks = self._chunks_holding(indices)
+        parts = self._submit(
+            rows_module.chunk_rows, lambda c: indices[chunk_of == c], chunks=chunks
+        )
+        for c, part in zip(chunks, parts):
+            out[chunk_of == c] = part
+        return out
+
+    def _chunks_holding(self, points):
+        """Each point's chunk, and the chunks holding any."""
+        chunk_of = self._chunk_of(points)
+        return chunk_of, [int(c) for c in np.unique(chunk_of)]
+
+    def _per_point(self, function, points, *args):
+        """``function`` on the chunks holding ``points``, each with its points:
+        its two arrays put back in ``points``' order."""
+        chunk_of, chunks = self._chunks_holding(points)
+        parts = self._submit(
+            function, lambda c: points[chunk_of == c], *args, chunks=chunks
+        )
+        first, second = np.empty(len(points)), np.empty(len(points))
+        for c, (a, b) in zip(chunks, parts):
+            mask = chunk_of == c
+            first[mask] = a
+            second[mask] = b
+        return first, second

@@ -1,0 +1,170 @@
+"""The Mallows sub-cluster chain with its rankings on Dask workers.
+
+The chain reads its rankings only through the operations of ``_mallows_rows``,
+whose results depend on the rows and the parameters alone, and the statistics of
+a set of rankings merge exactly: the same chain with its rankings held elsewhere
+(``_distributed_rankings.DaskRankings``) draws exactly what it draws in process.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+
+from rankmix import DPMallowsClustering, _mallows, _subcluster_chain
+from rankmix._distributed_rankings import DaskRankings
+from rankmix._kernels import merge_statistics, ranking_statistics
+from rankmix._mallows_chain import MallowsChain
+from rankmix._validation import check_rankings
+from rankmix.datasets import make_mallows_mixture
+
+from .test_distributed import SerialClient
+
+da = pytest.importorskip("dask.array")
+
+
+def two_groups(n=300, n_items=8, seed=0):
+    """Top-5 and shorter rankings of 8 items, half of them starting 0, 1, 2."""
+    rng = np.random.default_rng(seed)
+    X = np.array([rng.permutation(n_items)[:5] for _ in range(n)])
+    X[: n // 2] = [
+        [0, 1, 2, *rng.permutation(np.arange(3, n_items))[:2]] for _ in range(n // 2)
+    ]
+    X[2 * n // 3 :, 4] = -1  # top-4
+    X[5 * n // 6 :, 3] = -1  # top-3
+    return X
+
+
+def assert_same_statistics(a, b):
+    for field in a._fields:
+        assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        assert getattr(a, field).dtype == getattr(b, field).dtype, field
+
+
+@pytest.mark.parametrize("n_parts", [1, 2, 7])
+def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
+    # disjoint sets of rankings in any order; their merged statistics equal, array
+    # for array, those of all the rankings at once
+    X = check_rankings(two_groups(200, seed=n_parts))
+    rng = np.random.default_rng(n_parts)
+    members = rng.permutation(len(X))[:150]
+    parts = np.array_split(members, n_parts)
+    whole = ranking_statistics(X, np.sort(members), 8)
+    merged = merge_statistics(
+        [ranking_statistics(X, part, 8) for part in parts] + [None], X.shape[1]
+    )
+    assert_same_statistics(whole, merged)
+    # a single ranking's statistics merged alone are its own
+    one = ranking_statistics(X, np.array([3]), 8)
+    assert_same_statistics(one, merge_statistics([one], X.shape[1]))
+
+
+def make_chain(X, remote, seed, sequential_init):
+    model = DPMallowsClustering(sampler="subcluster", n_items=8)
+    X = model._prepare(X)
+    return MallowsChain(
+        np.empty((0, X.shape[1]), dtype=np.intp) if remote is not None else X,
+        8, 1.0, model.nu, model.r_, model._log_prior_norm, False, True, 1, 1,
+        3 if sequential_init else 1, np.random.PCG64(seed), alpha_prior=(1.0, 1.0),
+        n_split_merge=3, sequential_init=sequential_init, subcluster=True,
+        remote=remote,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "chunks, sequential_init", [(70, False), (300, False), (37, True)]
+)
+def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
+    chunks, sequential_init, monkeypatch
+):
+    # every sweep's labels, log joint, alpha and move counts; the sequential start
+    # from a sample of 50 of the 300 rankings included
+    monkeypatch.setattr(_subcluster_chain, "SEQUENTIAL_SAMPLE", 50)
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(chunks, 5)), SerialClient(), 8)
+    local = make_chain(X, None, 4, sequential_init)
+    remote = make_chain(X, rows, 4, sequential_init)
+    assert_array_equal(local.snapshot()[0], remote.snapshot()[0])
+    assert local.log_joint == remote.log_joint
+    for sweep in range(30):
+        local.sweep()
+        remote.sweep()
+        assert_array_equal(local.snapshot()[0], remote.snapshot()[0], err_msg=sweep)
+        assert local.log_joint == remote.log_joint, sweep
+        assert local.alpha == remote.alpha
+    assert local.split_merge_counts == remote.split_merge_counts
+    # the moves ran: splits and merges were proposed, and from one cluster
+    # splits were accepted
+    counts = local.split_merge_counts
+    assert counts["split_proposed"] > 0 and counts["merge_proposed"] > 0
+    assert sequential_init or counts["split_accepted"] > 0
+    for k, x in enumerate(local.snapshot()[1:3]):
+        assert_array_equal(x, remote.snapshot()[1 + k])
+
+
+def test_rankings_of_a_dask_array_are_validated_where_they_are():
+    client = SerialClient()
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(64, 2)), client, None)
+    assert rows.shape == (300, 5)  # columns joined, the longest ranking's length
+    assert rows.n_items == 8
+    assert_array_equal(rows.lengths(), np.count_nonzero(X >= 0, axis=1))
+    assert_array_equal(rows.rows([299, 0, 150]), X[[299, 0, 150]])
+    # padding columns are cut, as check_training_rankings cuts them
+    padded = np.hstack([X[:, :3], -np.ones((300, 2), dtype=int)])
+    assert DaskRankings(da.from_array(padded, chunks=50), client, 10).shape == (300, 3)
+    # a fault names the row of X, the first in row order
+    bad = X.copy()
+    bad[250, 1] = bad[250, 0]
+    bad[123, 2] = 9
+    with pytest.raises(ValueError, match=r"Row 123 of X holds item 9, but n_items=8"):
+        DaskRankings(da.from_array(bad, chunks=50), client, 8)
+    bad[123, 2] = bad[123, 0]
+    with pytest.raises(ValueError, match="Row 123 of X ranks item"):
+        DaskRankings(da.from_array(bad, chunks=50), client, None)
+    with pytest.raises(ValueError, match="at least one row"):
+        DaskRankings(da.from_array(X[:0], chunks=50), client, None)
+
+
+def test_dask_mallows_fit_draws_what_an_in_process_fit_draws(dask_client):
+    # 2 worker processes, 5 chunks, two chains side by side, n_items inferred
+    X, y, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=100, n_items=9, t=5, theta=1.0, random_state=1
+    )
+    params = dict(
+        sampler="subcluster", n_iter=12, burn_in=4, n_chains=2, n_jobs=2,
+        random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        here = DPMallowsClustering(**params).fit(X)
+        there = DPMallowsClustering(**params).fit(da.from_array(X, chunks=(64, 5)))
+    assert_array_equal(here.label_samples_, there.label_samples_)
+    assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
+    assert (here.n_items_, here.n_features_in_) == (there.n_items_, there.n_features_in_)
+    assert_array_equal(here.predict(X), there.predict(X))
+    assert_array_equal(here.score_samples(X), there.score_samples(X))
+    assert adjusted_rand_score(y, there.labels_) > 0.8  # 0.90 measured
+    # the pointwise log-likelihood reads the rankings back from the workers
+    pytest.importorskip("arviz")  # in the test extra
+    assert_array_equal(
+        here.to_inference_data().log_likelihood["x"].values,
+        there.to_inference_data().log_likelihood["x"].values,
+    )
+
+
+def test_dask_mallows_fit_refuses_what_it_cannot_do(monkeypatch):
+    monkeypatch.setattr(_mallows, "active_client", SerialClient)
+    X = da.from_array(two_groups(), chunks=100)
+    with pytest.raises(ValueError, match="sampler='subcluster'"):
+        DPMallowsClustering().fit(X)  # the default, Slice-Gibbs
+    with pytest.raises(ValueError, match="sample_weight"):
+        DPMallowsClustering(sampler="subcluster").fit(X, sample_weight=np.ones(300))
+    with pytest.raises(ValueError, match="warm_start"):
+        DPMallowsClustering(sampler="subcluster", warm_start=True).fit(X)
+    first = int(np.argmax((two_groups() == 7).any(axis=1)))
+    with pytest.raises(ValueError, match=f"Row {first} of X holds item 7, but n_items=7"):
+        DPMallowsClustering(sampler="subcluster", n_items=7).fit(X)
