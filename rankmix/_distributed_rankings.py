@@ -12,22 +12,26 @@ the operations below, each run by the workers over their own rows
 
 * the label step: the chain's label tables (K x (n + 2 T + 1) numbers) go out,
   each chunk's labels both ways (8 bytes a ranking);
-* the statistics of the clusters, or of given sets of rankings (a split-merge
-  proposal's two sides at once): each chunk sends back its compact statistics
+* the statistics of the clusters (the labels go out again), or of given sets of
+  rankings (a split-merge proposal's two sides at once, their indices out):
+  each chunk sends back its compact statistics
   (items, stage counts, observed precedences), merged here exactly
   (``_kernels.merge_statistics``), never an n x n matrix;
 * the GM densities and the code totals of a proposal's rankings (two doubles a
   ranking back);
-* each ranking's log-likelihood in its cluster, once per call of ``sweep``;
+* each ranking's log-likelihood in its cluster, once per call of ``sweep`` (the
+  labels and the clusters' parameters out, a double a ranking back);
 * the rankings a singleton move or a proposal's anchors read (a few a sweep).
 
 The global steps (parameters, weights, the Metropolis-Hastings decisions, alpha)
 run where the chain is. Every result depends on the rows and the parameters
 only, so the chain draws the same as with its rankings in process, whatever the
-chunks, the workers or the threads (``tests/test_distributed.py``). A proposal
-costs about ten round trips (the launch's code totals, then per launch scan the
-two sides' statistics and the densities): on one machine, threads are faster
-than a cluster of processes.
+chunks, the workers or the threads (``tests/test_distributed_rankings.py``),
+provided the client and the workers run the same build of rankmix. A proposal
+costs about eight round trips (its anchors' rankings, the launch's code totals,
+then per launch scan the two sides' statistics and the densities, then the
+final scan's densities and sides' statistics): on one machine, threads are
+faster than a cluster of processes.
 """
 
 import numpy as np

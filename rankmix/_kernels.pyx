@@ -401,10 +401,11 @@ cdef int statistics_load(
     st.n_pairs = n_pairs
     memcpy(st.items, items, n_ranked * sizeof(intp_t))
     memcpy(st.counts, counts, n_ranked * n_stages * sizeof(double))
-    memcpy(st.pair_first, pair_first, n_pairs * sizeof(intp_t))
-    memcpy(st.pair_second, pair_second, n_pairs * sizeof(intp_t))
-    memcpy(st.pair_stage, pair_stage, n_pairs * sizeof(intp_t))
-    memcpy(st.pair_count, pair_count, n_pairs * sizeof(double))
+    if n_pairs:   # (the pair arrays of a set without pairs may be NULL)
+        memcpy(st.pair_first, pair_first, n_pairs * sizeof(intp_t))
+        memcpy(st.pair_second, pair_second, n_pairs * sizeof(intp_t))
+        memcpy(st.pair_stage, pair_stage, n_pairs * sizeof(intp_t))
+        memcpy(st.pair_count, pair_count, n_pairs * sizeof(double))
     return 0
 
 
@@ -485,6 +486,10 @@ def merge_statistics(parts, n_stages):
     parts = [p for p in parts if p is not None]
     if not parts:
         raise ValueError("the statistics of no ranking")
+    for p in parts:
+        if p.counts.shape != (len(p.items), n_stages):
+            raise ValueError(
+                f"statistics of {p.counts.shape[1]} stages merged as {n_stages}")
     items = np.unique(np.concatenate([p.items for p in parts]))
     counts = np.zeros((len(items), n_stages))
     width = len(items)
@@ -494,18 +499,18 @@ def merge_statistics(parts, n_stages):
         # each pair's key in the union's local indices: key order is the
         # (stage, second, first) order
         keys.append(
-            (p.pair_stage * width + np.searchsorted(items, p.items[p.pair_second]))
-            * width + np.searchsorted(items, p.items[p.pair_first])
+            (p.pair_stage.astype(np.int64) * width
+             + np.searchsorted(items, p.items[p.pair_second])) * width
+            + np.searchsorted(items, p.items[p.pair_first])
         )
         pair_counts.append(p.pair_count)
-    pairs, inverse = np.unique(
-        np.concatenate(keys).astype(np.intp), return_inverse=True)
+    pairs, inverse = np.unique(np.concatenate(keys), return_inverse=True)
     return RankingStatistics(
         items.astype(np.intp),
         counts,
-        pairs % width,
-        (pairs // width) % width,
-        pairs // (width * width),
+        (pairs % width).astype(np.intp),
+        ((pairs // width) % width).astype(np.intp),
+        (pairs // (width * width)).astype(np.intp),
         np.bincount(inverse.ravel(), weights=np.concatenate(pair_counts),
                     minlength=len(pairs)).astype(np.float64),
     )

@@ -222,19 +222,27 @@ cdef void work_free(ClusterWork* w) noexcept nogil:
     memset(w, 0, sizeof(ClusterWork))
 
 
-cdef int statistics_view(Statistics* st, statistics) except -1:
-    """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``,
-    kept alive by the caller), for ``statistics_load`` to copy."""
+cdef int statistics_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
+    """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``
+    of T stages over n items, kept alive by the caller), for ``statistics_load``
+    to copy; checked first, so that no kernel reads past them."""
     cdef const intp_t[::1] items = statistics.items
     cdef const double[:, ::1] counts = statistics.counts
     cdef const intp_t[::1] first = statistics.pair_first
     cdef const intp_t[::1] second = statistics.pair_second
     cdef const intp_t[::1] stage = statistics.pair_stage
     cdef const double[::1] pair_count = statistics.pair_count
-    if not (items.shape[0] == counts.shape[0] and first.shape[0] == second.shape[0]
-            == stage.shape[0] == pair_count.shape[0] and items.shape[0] > 0):
+    cdef intp_t D = items.shape[0]
+    if not (D == counts.shape[0] and counts.shape[1] == T and D > 0
+            and first.shape[0] == second.shape[0] == stage.shape[0]
+            == pair_count.shape[0]
+            and np.all((np.asarray(items) >= 0) & (np.asarray(items) < n))
+            and np.all((np.asarray(first) >= 0) & (np.asarray(first) < D))
+            and np.all((np.asarray(second) >= 0) & (np.asarray(second) < D))
+            and np.all((np.asarray(stage) >= 0) & (np.asarray(stage) < T))):
         raise RuntimeError("the statistics returned are malformed")
-    st.n_ranked = items.shape[0]
+    statistics_init(st)
+    st.n_ranked = D
     st.n_stages = counts.shape[1]
     st.n_pairs = first.shape[0]
     st.items = <intp_t*> &items[0]
@@ -386,7 +394,8 @@ cdef class MallowsChain:
     cdef double* sm_norm       # (SM_SETS, T + 1) cumulative log psi_{n-1-j}
     cdef double* sm_sums       # (SM_SETS, T) S_j(sigma) of the set's members
     cdef double* sm_counts     # (SM_SETS, T) N_j of the set's members
-    cdef double* sm_gm         # sub-cluster: (2, N) S's log GM under launch A and B
+    cdef double* sm_gm         # (2, N) S's code totals under the launch's anchors,
+                               # then (sub-cluster) its log GM under launch A and B
     cdef intp_t* sm_codes      # sub-cluster: (threads, T) their scratch
     cdef double pick_log_partner  # a merge's log P(B | A) (_cluster_pair)
     cdef intp_t sm_codes_threads
@@ -418,6 +427,11 @@ cdef class MallowsChain:
         cdef intp_t t, i, j, k, n_init
         if remote is not None and not subcluster:
             raise ValueError("only a sub-cluster chain reads rankings held elsewhere")
+        if remote is not None and (remote.n_features != X.shape[1]
+                                   or remote.n_items != n_items):
+            raise ValueError(
+                f"the rankings held elsewhere have {remote.n_features} stages of "
+                f"{remote.n_items} items, not {X.shape[1]} of {n_items}")
         self.X = X
         self.remote = remote
         self.known_statistics = {}
@@ -459,6 +473,9 @@ cdef class MallowsChain:
                 self.lengths[i] = row_length(&X[i, 0], self.T)
         else:
             self.lengths = np.array(remote.lengths(), dtype=np.intp)
+            if self.lengths.shape[0] != self.N or not np.all(
+                    (np.asarray(self.lengths) >= 1) & (np.asarray(self.lengths) <= self.T)):
+                raise ValueError("the rankings held elsewhere have malformed lengths")
             self.cache_slot = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
             for i in range(self.N):
                 self.cache_slot[i] = -1
@@ -496,8 +513,6 @@ cdef class MallowsChain:
         self.sm_norm = <double*> grow_array(NULL, SM_SETS * (self.T + 1) * sizeof(double))
         self.sm_sums = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
         self.sm_counts = <double*> grow_array(NULL, SM_SETS * self.T * sizeof(double))
-        # the launch's code totals (every chain) and, in a sub-cluster chain, S's
-        # densities
         self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
         if subcluster:
             self.parallel_scan_rows = max(1, PARALLEL_SCAN_ROWS)
@@ -716,11 +731,11 @@ cdef class MallowsChain:
             if fetched.shape[0] != n_new or fetched.shape[1] != T:
                 raise RuntimeError("the rankings fetched have the wrong shape")
             if self.n_cached + n_new > self.cache_capacity:
-                self.cache_capacity = max(2 * self.cache_capacity, self.n_cached + n_new)
+                s = max(2 * self.cache_capacity, self.n_cached + n_new)
                 self.cache_rows = <intp_t*> grow_array(
-                    self.cache_rows, self.cache_capacity * max(T, 1) * sizeof(intp_t))
-                self.cache_list = <intp_t*> grow_array(
-                    self.cache_list, self.cache_capacity * sizeof(intp_t))
+                    self.cache_rows, s * max(T, 1) * sizeof(intp_t))
+                self.cache_list = <intp_t*> grow_array(self.cache_list, s * sizeof(intp_t))
+                self.cache_capacity = s
             for s in range(n_new):
                 k = wanted[s]
                 self.cache_list[self.n_cached] = k
@@ -1098,10 +1113,13 @@ cdef class MallowsChain:
                     kept = self.remote.cluster_statistics(
                         np.asarray(self.labels),
                         np.asarray(<intp_t[:K]> self.slots.active))
-                    given = <Statistics*> grow_array(NULL, max(K, 1) * sizeof(Statistics))
-                    for a in range(K):
-                        statistics_view(&given[a], kept[a])
             try:
+                if self.remote is not None:
+                    with gil:
+                        given = <Statistics*> grow_array(
+                            NULL, max(K, 1) * sizeof(Statistics))
+                        for a in range(K):
+                            statistics_view(&given[a], kept[a], self.T, self.n)
                 for a in prange(K, schedule="dynamic", num_threads=n_threads):
                     tid = threadid()
                     c = self.slots.active[a]
@@ -1388,7 +1406,7 @@ cdef class MallowsChain:
                 merged = self.known_statistics.get(np.sort(members).tobytes())
                 if merged is None:
                     merged = self.remote.statistics([members])[0]
-                statistics_view(&given, merged)
+                statistics_view(&given, merged, self.T, self.n)
             statistics_load(&w.st, given.n_ranked, self.T, given.items, given.counts,
                             given.n_pairs, given.pair_first, given.pair_second,
                             given.pair_stage, given.pair_count)
@@ -1576,11 +1594,11 @@ cdef class MallowsChain:
         cdef double* d_b = self.sm_gm + self.N
         self._anchor_positions(i, SM_LAUNCH_A)
         self._anchor_positions(j, SM_LAUNCH_B)
-        if self.remote is None or m == 0:
+        if self.remote is None:
             code_total_rows(&self.X[0, 0], &self.lengths[0], self.T, 0, self.sm_points,
                             m, self.sm_pos + SM_LAUNCH_A * n,
                             self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code)
-        else:
+        elif m:
             with gil:
                 total_a, total_b = self.remote.code_totals(
                     np.array(<intp_t[:m]> self.sm_points),

@@ -3,12 +3,13 @@
 """The Mallows sub-cluster chain's operations on its rankings, wherever they are.
 
 The chain (``_mallows_chain.MallowsChain`` with ``subcluster=True``) reads its
-rankings in five ways only: the label step (every ranking's new cluster given
+rankings in six ways only: the label step (every ranking's new cluster given
 the parameters), the GM densities of given rankings under a split-merge launch's
 two sides, their code totals (the launch's first allocation), the compact
-sufficient statistics of sets of rankings (``_kernels.statistics_build``), and the
-log-likelihood of every ranking in its cluster (the log joint). The first three
-are written here once, over a run of consecutive rows (``first_row`` on): the
+sufficient statistics of sets of rankings (``_kernels.statistics_build``), the
+log-likelihood of every ranking in its cluster (the log joint), and the few
+rankings a move reads whole (a proposal's anchors, a singleton move's). The
+first three are written here once, over a run of consecutive rows (``first_row`` on): the
 chain runs them over all its rows, and a Dask worker (``_distributed_rankings``)
 over the rows of its chunk, by the ``chunk_*`` functions below. Each row's result
 depends on its global index and the parameters only, and the statistics are

@@ -88,7 +88,8 @@ def check_rankings(
         infinite value, non-integer value, negative id other than -1, id not
         below ``n_items`` (or above ``2**31 - 1``), -1 padding followed by an
         item, no item at all, more than ``n_items`` items, or an item ranked
-        twice. The message names the first bad row (0-based) and its fault.
+        twice. The message names the first bad row (0-based, plus
+        ``first_row``) and its fault.
 
     Examples
     --------

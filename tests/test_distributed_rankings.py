@@ -60,6 +60,8 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     # a single ranking's statistics merged alone are its own
     one = ranking_statistics(X, np.array([3]), 8)
     assert_same_statistics(one, merge_statistics([one], X.shape[1]))
+    with pytest.raises(ValueError, match="5 stages merged as 4"):
+        merge_statistics([one], 4)
 
 
 def make_chain(X, remote, seed, sequential_init):
@@ -103,6 +105,17 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     assert sequential_init or counts["split_accepted"] > 0
     for k, x in enumerate(local.snapshot()[1:3]):
         assert_array_equal(x, remote.snapshot()[1 + k])
+
+
+def test_chain_refuses_rankings_elsewhere_of_another_shape():
+    rows = DaskRankings(da.from_array(two_groups(), chunks=100), SerialClient(), 8)
+    for width, n_items in [(4, 8), (5, 9)]:
+        with pytest.raises(ValueError, match="5 stages of 8 items"):
+            MallowsChain(
+                np.empty((0, width), dtype=np.intp), n_items, 1.0, 1.0,
+                np.ones(width), np.zeros(width), False, True, 1, 1, 1,
+                np.random.PCG64(0), n_split_merge=1, subcluster=True, remote=rows,
+            )  # fmt: skip
 
 
 def test_rankings_of_a_dask_array_are_validated_where_they_are():

@@ -42,11 +42,10 @@ from rankmix.datasets import make_mallows_mixture
 X, y, centres = make_mallows_mixture(
     n_clusters=3, n_per_cluster=400, n_items=12, t=6, theta=0.8, random_state=0
 )
-client = Client(
-    LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    )
+cluster = LocalCluster(
+    n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
 )
+client = Client(cluster)
 X_dask = da.from_array(X, chunks=(300, -1))  # four chunks, on the workers
 X_dask
 
@@ -59,6 +58,7 @@ with warnings.catch_warnings():
     on_workers = DPMallowsClustering(**params).fit(X_dask)
     in_process = DPMallowsClustering(**params).fit(X)
 client.close()
+cluster.close()
 
 print(
     "identical draws:",

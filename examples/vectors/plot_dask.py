@@ -42,11 +42,10 @@ centres = 10.0 * np.c_[np.cos(angles), np.sin(angles)]
 y = rng.integers(8, size=2 * 65_536)
 X = centres[y] + rng.standard_normal((len(y), 2))
 
-client = Client(
-    LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    )
+cluster = LocalCluster(
+    n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
 )
+client = Client(cluster)
 X_dask = da.from_array(X, chunks=(65_536, 2))  # the chunks go to the workers
 X_dask
 
@@ -66,6 +65,7 @@ with warnings.catch_warnings():
     on_workers = DPGaussianClustering(**params).fit(X_dask)
     in_process = DPGaussianClustering(**params).fit(X)
 client.close()
+cluster.close()
 
 print(
     "identical draws:",
