@@ -100,6 +100,13 @@ def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options)
     remote = SubclusterChain(
         model.family(empty), bit_generator=np.random.PCG64(seed), remote=rows, **options
     )
+    assert_same_sweeps(local, remote, n_sweeps)
+    return local
+
+
+def assert_same_sweeps(local, remote, n_sweeps):
+    """Sweep both chains ``n_sweeps`` times, asserting the same labels, log joint
+    and alpha at the start and after every sweep, and the same move counts."""
     assert_array_equal(local.snapshot()[0], remote.snapshot()[0])
     assert local.log_joint == remote.log_joint
     for sweep in range(n_sweeps):
@@ -109,7 +116,6 @@ def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options)
         assert local.log_joint == remote.log_joint, sweep
         assert local.alpha == remote.alpha
     assert local.split_merge_counts == remote.split_merge_counts
-    return local
 
 
 # -- block moments ----------------------------------------------------------------

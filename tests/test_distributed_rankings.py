@@ -21,7 +21,7 @@ from rankmix._mallows_chain import MallowsChain
 from rankmix._validation import check_rankings
 from rankmix.datasets import make_mallows_mixture
 
-from .test_distributed import SerialClient
+from .test_distributed import SerialClient, assert_same_sweeps
 
 da = pytest.importorskip("dask.array")
 
@@ -82,22 +82,15 @@ def make_chain(X, remote, seed, sequential_init):
 def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     chunks, sequential_init, monkeypatch
 ):
-    # every sweep's labels, log joint, alpha and move counts; the sequential start
-    # from a sample of 50 of the 300 rankings included
+    # every sweep's labels, log joint, alpha and move counts, and the last
+    # sweep's parameters; the sequential start from a sample of 50 of the 300
+    # rankings included
     monkeypatch.setattr(_subcluster_chain, "SEQUENTIAL_SAMPLE", 50)
     X = two_groups()
     rows = DaskRankings(da.from_array(X, chunks=(chunks, 5)), SerialClient(), 8)
     local = make_chain(X, None, 4, sequential_init)
     remote = make_chain(X, rows, 4, sequential_init)
-    assert_array_equal(local.snapshot()[0], remote.snapshot()[0])
-    assert local.log_joint == remote.log_joint
-    for sweep in range(30):
-        local.sweep()
-        remote.sweep()
-        assert_array_equal(local.snapshot()[0], remote.snapshot()[0], err_msg=sweep)
-        assert local.log_joint == remote.log_joint, sweep
-        assert local.alpha == remote.alpha
-    assert local.split_merge_counts == remote.split_merge_counts
+    assert_same_sweeps(local, remote, 30)
     # the moves ran: splits and merges were proposed, and from one cluster
     # splits were accepted
     counts = local.split_merge_counts
