@@ -27,11 +27,13 @@ The global steps (parameters, weights, the Metropolis-Hastings decisions, alpha)
 run where the chain is. Every result depends on the rows and the parameters
 only, so the chain draws the same as with its rankings in process, whatever the
 chunks, the workers or the threads (``tests/test_distributed_rankings.py``),
-provided the client and the workers run the same build of rankmix. A proposal
-costs about eight round trips (its anchors' rankings, the launch's code totals,
-then per launch scan the two sides' statistics and the densities, then the
-final scan's densities and sides' statistics): on one machine, threads are
-faster than a cluster of processes.
+provided the client and the workers run the same build of rankmix. A sweep
+costs about 4 + 7 x ``n_split_merge`` round trips: the label step, the
+clusters' statistics, the rankings its moves read (drawn first, fetched at
+once) and the log-likelihoods; per proposal the launch's code totals, per
+launch scan the two sides' statistics and the densities, then the final
+scan's densities and sides' statistics. On one machine, threads are faster
+than a cluster of processes.
 """
 
 import numpy as np

@@ -66,15 +66,22 @@ cdef inline Py_ssize_t split_merge_pair(
     order; returns how many. Both directions of the move draw these alike, so
     they cancel from its Metropolis-Hastings ratio.
     """
-    cdef Py_ssize_t k, m = 0, ci, cj
     i[0] = uniform_index(rng, N)
     j[0] = uniform_index(rng, N - 1)
     if j[0] >= i[0]:
         j[0] += 1
-    ci = labels[i[0]]
-    cj = labels[j[0]]
+    return split_merge_others(rng, labels, N, i[0], j[0], others)
+
+
+cdef inline Py_ssize_t split_merge_others(
+        bitgen_t* rng, const Py_ssize_t* labels, Py_ssize_t N, Py_ssize_t i,
+        Py_ssize_t j, Py_ssize_t* others) noexcept nogil:
+    """``split_merge_pair``'s second half, for a pair (i, j) drawn beforehand (a
+    chain that reads the pair's rows first): the other points of their
+    clusters, in a uniform random order, in ``others``; returns how many."""
+    cdef Py_ssize_t k, m = 0, ci = labels[i], cj = labels[j]
     for k in range(N):
-        if k != i[0] and k != j[0] and (labels[k] == ci or labels[k] == cj):
+        if k != i and k != j and (labels[k] == ci or labels[k] == cj):
             others[m] = k
             m += 1
     shuffle(others, m, rng)

@@ -58,7 +58,7 @@ from . import _subcluster_chain
 from ._consensus import number_by_first_appearance
 from ._kernels import merge_statistics
 from ._dp_prior cimport (
-    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_pair,
+    crp_log_normaliser, escobar_west, gamma_log_density, split_merge_others,
     split_select_log_ratio,
 )
 from ._counter_rng cimport philox4x64_10, philox_uniform
@@ -409,9 +409,9 @@ cdef class MallowsChain:
     cdef intp_t* cache_rows    # (cache_capacity, T)
     cdef intp_t* cache_list    # (cache_capacity,)
     cdef intp_t n_cached, cache_capacity
-    cdef intp_t pair[2]        # a split-merge proposal's anchors, to fetch
-    cdef intp_t* singleton_rows   # the singleton proposals' rows (-1: absorb)
-    cdef intp_t n_singleton_rows
+    cdef intp_t* move_rows     # a sub-cluster sweep's proposals' pairs (i, j),
+                               # then its singleton moves' rows (-1: absorb)
+    cdef intp_t n_move_rows
 
     def __cinit__(self):
         memset(&self.work, 0, sizeof(ClusterWork))   # so that work_free may run
@@ -560,7 +560,7 @@ cdef class MallowsChain:
         free(self.anchor_row); free(self.thread_scratch); free(self.label_position)
         free(self.label_theta); free(self.label_norm)
         free(self.cache_slot); free(self.cache_rows); free(self.cache_list)
-        free(self.singleton_rows)
+        free(self.move_rows)
 
     # -- slots ---------------------------------------------------------------
 
@@ -1745,8 +1745,9 @@ cdef class MallowsChain:
         shuffle(self.sm_points, m, self.rng)
         return m
 
-    cdef int _split_merge(self) except -1 nogil:
-        """One split-merge proposal and its Metropolis-Hastings decision.
+    cdef int _split_merge(self, intp_t proposal) except -1 nogil:
+        """Split-merge proposal number ``proposal`` of the sweep, and its
+        Metropolis-Hastings decision.
 
         The state is the clustering c and each cluster's (sigma, theta); the target
         is p(c, sigma, theta | X, alpha) proportional to the CRP prior times, per
@@ -1756,7 +1757,7 @@ cdef class MallowsChain:
 
         Proposal (Jain & Neal 2004's restricted Gibbs split-merge, here with
         explicit parameters). Pick an ordered pair (i, j) of distinct rankings:
-        the sub-cluster sampler uniformly, whose pick has the same probability
+        the sub-cluster sampler uniformly (at the sweep's start), whose pick has the same probability
         in both directions of the move; the Gibbs samplers by clusters
         (:meth:`_cluster_pair`), a merge's partner by the similarity of the
         centres, whose pick probabilities enter the ratio below
@@ -1832,11 +1833,10 @@ cdef class MallowsChain:
             m = self._cluster_pair(&i, &j)
             if m < 0:
                 return 0
-        else:
-            m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.sm_points)
-        self.pair[0] = i
-        self.pair[1] = j
-        self._fetch_rows(self.pair, 2)
+        else:   # the pair drawn at the sweep's start (_draw_move_rows)
+            i = self.move_rows[2 * proposal]
+            j = self.move_rows[2 * proposal + 1]
+            m = split_merge_others(self.rng, &self.labels[0], self.N, i, j, self.sm_points)
         if self.remote is not None:
             with gil:
                 self.known_statistics.clear()
@@ -1941,25 +1941,33 @@ cdef class MallowsChain:
             self.log_prob[b] = log(size) + self._gm_log_likelihood(a, k)
         return log_sum_exp(self.log_prob, K)
 
-    cdef int _singleton_phase(self) except -1 nogil:
-        """SINGLETON_MOVES x ``n_split_merge`` singleton proposals.
+    cdef int _draw_move_rows(self) except -1 nogil:
+        """The rankings a sub-cluster sweep's moves read, drawn before any move
+        runs (they do not depend on the state), so that rankings held
+        elsewhere are fetched at once: each split-merge proposal's ordered pair
+        (i, j), uniform over distinct rankings, then each singleton proposal's
+        type and the ranking a split-off reads (-1: an absorb)."""
+        cdef intp_t t, n_pairs = 2 * self.n_split_merge
+        cdef intp_t n_rows = n_pairs + SINGLETON_MOVES * self.n_split_merge
+        if n_rows > self.n_move_rows:
+            self.move_rows = <intp_t*> grow_array(self.move_rows, n_rows * sizeof(intp_t))
+            self.n_move_rows = n_rows
+        for t in range(0, n_pairs, 2):
+            self.move_rows[t] = uniform_index(self.rng, self.N)
+            self.move_rows[t + 1] = uniform_index(self.rng, self.N - 1)
+            self.move_rows[t + 1] += self.move_rows[t + 1] >= self.move_rows[t]
+        for t in range(n_pairs, n_rows):
+            self.move_rows[t] = (-1 if uniform(self.rng) < 0.5
+                                 else uniform_index(self.rng, self.N))
+        self._fetch_rows(self.move_rows, n_rows)
+        return 0
 
-        Each proposal's type, and the ranking a split-off proposal reads, are
-        drawn before any proposal runs (they do not depend on the state), so
-        that rankings held elsewhere are fetched at once, as the Gaussian
-        sub-cluster chain does.
-        """
-        cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_split_merge
-        if n_moves > self.n_singleton_rows:
-            self.singleton_rows = <intp_t*> grow_array(
-                self.singleton_rows, n_moves * sizeof(intp_t))
-            self.n_singleton_rows = n_moves
-        for t in range(n_moves):
-            self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
-                                      else uniform_index(self.rng, self.N))
-        self._fetch_rows(self.singleton_rows, n_moves)
-        for t in range(n_moves):
-            self._singleton_move(self.singleton_rows[t])
+    cdef int _singleton_phase(self) except -1 nogil:
+        """SINGLETON_MOVES x ``n_split_merge`` singleton proposals, of the types
+        and rankings ``_draw_move_rows`` drew."""
+        cdef intp_t t, first = 2 * self.n_split_merge
+        for t in range(SINGLETON_MOVES * self.n_split_merge):
+            self._singleton_move(self.move_rows[first + t])
         return 0
 
     cdef int _singleton_move(self, intp_t a) except -1 nogil:
@@ -2054,8 +2062,10 @@ cdef class MallowsChain:
                 else:
                     self._assign()
                 self._update_parameters()
+                if self.subcluster:
+                    self._draw_move_rows()
                 for t in range(self.n_split_merge):
-                    self._split_merge()
+                    self._split_merge(t)
                 if self.subcluster:
                     self._singleton_phase()
                 if self.sample_alpha:
