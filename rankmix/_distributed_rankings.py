@@ -41,7 +41,7 @@ import numpy as np
 from . import _mallows_rows as rows_module
 from ._distributed import DaskRows
 from ._kernels import merge_statistics
-from ._validation import check_rankings
+from ._validation import check_rankings, ranking_lengths
 
 
 def _checked(chunk, first_row, n_items):
@@ -58,7 +58,7 @@ def _summary(checked):
     """The error, or (the longest ranking's length, the largest item id)."""
     if isinstance(checked, Exception):
         return checked
-    return int(np.count_nonzero(checked >= 0, axis=1).max()), int(checked.max())
+    return int(ranking_lengths(checked).max()), int(checked.max())
 
 
 def _chunk_rankings(checked, n_stages, n_items):

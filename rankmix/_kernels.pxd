@@ -30,11 +30,7 @@ cdef int statistics_build(
     Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
     intp_t n_members, intp_t n_items, intp_t* local,
 ) except -1 nogil
-cdef int statistics_load(
-    Statistics* st, intp_t n_ranked, intp_t n_stages, const intp_t* items,
-    const double* counts, intp_t n_pairs, const intp_t* pair_first,
-    const intp_t* pair_second, const intp_t* pair_stage, const double* pair_count,
-) except -1 nogil
+cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil
 
 
 cdef double log_psi(intp_t m, double theta) noexcept nogil

@@ -386,26 +386,24 @@ cdef int statistics_build(
     return 0
 
 
-cdef int statistics_load(
-    Statistics* st, intp_t n_ranked, intp_t n_stages, const intp_t* items,
-    const double* counts, intp_t n_pairs, const intp_t* pair_first,
-    const intp_t* pair_second, const intp_t* pair_stage, const double* pair_count,
-) except -1 nogil:
-    """Fill ``st`` with statistics built elsewhere (``merge_statistics``'s, of
-    rankings held by Dask workers), in ``statistics_build``'s layout."""
-    _reserve(<void**> &st.items, &st.cap_items, n_ranked, sizeof(intp_t))
-    _reserve(<void**> &st.counts, &st.cap_counts, n_ranked * n_stages, sizeof(double))
-    _reserve_pairs(st, n_pairs)
-    st.n_ranked = n_ranked
-    st.n_stages = n_stages
-    st.n_pairs = n_pairs
-    memcpy(st.items, items, n_ranked * sizeof(intp_t))
-    memcpy(st.counts, counts, n_ranked * n_stages * sizeof(double))
-    if n_pairs:   # (the pair arrays of a set without pairs may be NULL)
-        memcpy(st.pair_first, pair_first, n_pairs * sizeof(intp_t))
-        memcpy(st.pair_second, pair_second, n_pairs * sizeof(intp_t))
-        memcpy(st.pair_stage, pair_stage, n_pairs * sizeof(intp_t))
-        memcpy(st.pair_count, pair_count, n_pairs * sizeof(double))
+cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil:
+    """Copy into ``st``'s own buffers the statistics ``source`` points at (built
+    elsewhere: ``merge_statistics``'s, of rankings held by Dask workers), in
+    ``statistics_build``'s layout; ``source``'s work buffers are not read."""
+    cdef intp_t D = source.n_ranked, T = source.n_stages, P = source.n_pairs
+    _reserve(<void**> &st.items, &st.cap_items, D, sizeof(intp_t))
+    _reserve(<void**> &st.counts, &st.cap_counts, D * T, sizeof(double))
+    _reserve_pairs(st, P)
+    st.n_ranked = D
+    st.n_stages = T
+    st.n_pairs = P
+    memcpy(st.items, source.items, D * sizeof(intp_t))
+    memcpy(st.counts, source.counts, D * T * sizeof(double))
+    if P:   # (the pair arrays of a set without pairs may be NULL)
+        memcpy(st.pair_first, source.pair_first, P * sizeof(intp_t))
+        memcpy(st.pair_second, source.pair_second, P * sizeof(intp_t))
+        memcpy(st.pair_stage, source.pair_stage, P * sizeof(intp_t))
+        memcpy(st.pair_count, source.pair_count, P * sizeof(double))
     return 0
 
 

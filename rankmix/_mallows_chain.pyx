@@ -63,8 +63,8 @@ from ._dp_prior cimport (
 )
 from ._counter_rng cimport philox4x64_10, philox_uniform
 from ._mallows_rows cimport (
-    MIN_ROWS_PER_THREAD, code_total_rows, density_rows, gm_log_density,
-    label_rows, label_scratch_stride,
+    code_total_rows, density_rows, gm_log_density, label_rows, label_scratch_stride,
+    threads_for,
 )
 from ._openmp cimport max_threads
 from ._restricted cimport find_anchors
@@ -220,6 +220,11 @@ cdef void work_free(ClusterWork* w) noexcept nogil:
     free(w.placed); free(w.rho); free(w.weight); free(w.preceded)
     free(w.sums); free(w.stage_n)
     memset(w, 0, sizeof(ClusterWork))
+
+
+def set_key(members):
+    """A set of rankings' key in ``known_statistics``: its sorted indices."""
+    return np.sort(members).tobytes()
 
 
 cdef int statistics_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
@@ -465,7 +470,9 @@ cdef class MallowsChain:
             with self.bit_generator.lock:
                 self.key[0] = self.rng.next_uint64(self.rng.state)
                 self.key[1] = self.rng.next_uint64(self.rng.state)
-        self.new_labels = <intp_t*> grow_array(NULL, max(self.N, 1) * sizeof(intp_t))
+        # (the in-process label step's output; a remote chain's is the workers')
+        self.new_labels = <intp_t*> grow_array(
+            NULL, (max(self.N, 1) if remote is None else 1) * sizeof(intp_t))
         self.log_n_factorial = lgamma(n_items + 1.0)
         if remote is None:
             self.lengths = np.empty(self.N, dtype=np.intp)
@@ -995,7 +1002,8 @@ cdef class MallowsChain:
         own Philox uniform. The rows are independent given (pi, sigma, theta), so
         they are drawn in a ``prange`` (``_mallows_rows.label_rows``), each thread
         with its own scratch (at most ``max_threads()`` threads, each with at
-        least MIN_ROWS_PER_THREAD rows), or by the workers holding them (``remote``);
+        least ``MIN_ROWS_PER_THREAD`` rows: ``threads_for``), or by the workers
+        holding them (``remote``);
         a row's draw depends on its index alone, never on the thread or worker.
         No cluster empties (its anchor stays) and none is created, so the slots
         stay as they are and only the sizes are recounted. ``free``: no anchors,
@@ -1004,7 +1012,7 @@ cdef class MallowsChain:
         """
         cdef intp_t a, c, i, K = self.slots.n_active, N = self.N
         cdef intp_t capacity = self.slots.capacity
-        cdef int n_threads = max(1, min(max_threads(), N // MIN_ROWS_PER_THREAD))
+        cdef int n_threads = threads_for(N)
         cdef size_t stride = label_scratch_stride(K, self.T)
         cdef intp_t* labels = &self.labels[0]
         cdef const intp_t* active = self.slots.active
@@ -1102,7 +1110,8 @@ cdef class MallowsChain:
         cdef intp_t a, c, j, tid, K = self.slots.n_active
         cdef int n_threads
         cdef Statistics* given = NULL
-        self._group_members()
+        if self.remote is None:   # (a remote chain's statistics come grouped)
+            self._group_members()
         if self.subcluster:
             n_threads = max(1, min(max_threads(), K))
             if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
@@ -1173,9 +1182,7 @@ cdef class MallowsChain:
                 self.size[c], self.n, w.local,
             )
         else:
-            statistics_load(&w.st, given.n_ranked, self.T, given.items, given.counts,
-                            given.n_pairs, given.pair_first, given.pair_second,
-                            given.pair_stage, given.pair_count)
+            statistics_load(&w.st, given)
         D = w.st.n_ranked
         for j in range(self.T):
             w.stage_n[j] = 0.0
@@ -1403,13 +1410,11 @@ cdef class MallowsChain:
         else:
             with gil:
                 members = np.array(<intp_t[:m]> <intp_t*> points)
-                merged = self.known_statistics.get(np.sort(members).tobytes())
+                merged = self.known_statistics.get(set_key(members))
                 if merged is None:
                     merged = self.remote.statistics([members])[0]
                 statistics_view(&given, merged, self.T, self.n)
-            statistics_load(&w.st, given.n_ranked, self.T, given.items, given.counts,
-                            given.n_pairs, given.pair_first, given.pair_second,
-                            given.pair_stage, given.pair_count)
+            statistics_load(&w.st, &given)
         D = w.st.n_ranked
         for j in range(self.T):
             counts[j] = 0.0
@@ -1449,9 +1454,9 @@ cdef class MallowsChain:
                      np.concatenate([[j], points[~with_i]]).astype(np.intp)]
             fetched = self.remote.statistics(sides)
             for members, statistics in zip(sides, fetched):
-                self.known_statistics[np.sort(members).tobytes()] = statistics
+                self.known_statistics[set_key(members)] = statistics
             if union:
-                self.known_statistics[np.sort(np.concatenate(sides)).tobytes()] = (
+                self.known_statistics[set_key(np.concatenate(sides))] = (
                     merge_statistics(fetched, self.T))
         return 0
 
@@ -1535,7 +1540,7 @@ cdef class MallowsChain:
         S's order, on the threads (the label step's number for m rows), or by the
         holders of the rankings."""
         cdef intp_t T = self.T, n = self.n, N = self.N
-        cdef int n_threads = max(1, min(max_threads(), m // MIN_ROWS_PER_THREAD))
+        cdef int n_threads = threads_for(m)
         cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * n
         cdef const intp_t* pos_b = self.sm_pos + SM_LAUNCH_B * n
         cdef double* th_a = self.sm_theta + SM_LAUNCH_A * T

@@ -35,6 +35,8 @@ cdef inline double gm_log_density(
     return gm_from_codes(code, t, th, norm)
 
 
+cdef int threads_for(intp_t rows) noexcept nogil
+
 cdef size_t label_scratch_stride(intp_t K, intp_t T) noexcept nogil
 
 cdef void label_rows(

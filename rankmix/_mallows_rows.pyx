@@ -24,6 +24,7 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, uint64_t
 
 from ._kernels import ranking_statistics
+from ._validation import ranking_lengths
 from ._openmp cimport max_threads
 from ._restricted cimport PURPOSE_LABEL, precedes, row_draws
 from ._rng cimport draw_index
@@ -130,6 +131,18 @@ cdef void density_rows(
         gm_b[r] = gm_log_density(X + k * T, lengths[k], pos_b, th_b, norm_b, code)
 
 
+cdef inline double code_total(
+    const intp_t* x, intp_t t, const intp_t* pos, intp_t* code,
+) noexcept nogil:
+    """The sum of the codes of the top-t ranking x against the ranking whose
+    inverse is ``pos`` (an integer, exact in a double)."""
+    cdef intp_t j, total = 0
+    codes_one(x, t, pos, code)
+    for j in range(t):
+        total += code[j]
+    return <double> total
+
+
 cdef void code_total_rows(
     const intp_t* X, const intp_t* lengths, intp_t T, intp_t first_row,
     const intp_t* points, intp_t m, const intp_t* pos_a, const intp_t* pos_b,
@@ -138,23 +151,16 @@ cdef void code_total_rows(
     """``total_a[r]``, ``total_b[r]``: the sum of the codes of ranking
     ``points[r]`` against the rankings whose inverses are ``pos_a`` and ``pos_b``
     (integers, exact in doubles); ``code`` (T,) is scratch."""
-    cdef intp_t r, k, j, t, sum_a, sum_b
+    cdef intp_t r, k
     for r in range(m):
         k = points[r] - first_row
-        t = lengths[k]
-        codes_one(X + k * T, t, pos_a, code)
-        sum_a = 0
-        for j in range(t):
-            sum_a += code[j]
-        codes_one(X + k * T, t, pos_b, code)
-        sum_b = 0
-        for j in range(t):
-            sum_b += code[j]
-        total_a[r] = <double> sum_a
-        total_b[r] = <double> sum_b
+        total_a[r] = code_total(X + k * T, lengths[k], pos_a, code)
+        total_b[r] = code_total(X + k * T, lengths[k], pos_b, code)
 
 
 cdef int threads_for(intp_t rows) noexcept nogil:
+    """OpenMP threads for a loop over ``rows`` rows: at most ``max_threads()``,
+    each with at least MIN_ROWS_PER_THREAD rows."""
     return max(1, min(max_threads(), rows // MIN_ROWS_PER_THREAD))
 
 
@@ -175,7 +181,7 @@ class ChunkRankings:
 
     def __init__(self, X, n_items):
         self.X = np.ascontiguousarray(X, dtype=np.intp)
-        self.lengths = np.count_nonzero(self.X >= 0, axis=1).astype(np.intp)
+        self.lengths = ranking_lengths(self.X)
         self.n_items = int(n_items)
 
 
