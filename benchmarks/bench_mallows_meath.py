@@ -8,7 +8,8 @@ threads, ``n_jobs`` = the number of chains); printed are:
 
 * seconds per sweep (wall time of the fit / n_iter, all chains running at
   once, so on fewer cores than chains it is the time of the slowest share);
-* the trace of the number of clusters per chain, every ``--every`` sweeps;
+* the trace of the number of clusters per chain, every ``--every`` sweeps, and
+  each chain's mean log joint over its last tenth of the sweeps;
 * the split R-hat (rank-normalised, Vehtari et al. 2021) of the number of
   clusters and of the log joint over the chains, over the second half of the
   sweeps, and the first sweep count (in steps of ``--every``, second halves of
@@ -135,6 +136,10 @@ def main():
             print(
                 f"  chain {chain}" + " " * 22 + " ".join(f"{row[m]:>4d}" for m in marks)
             )
+        # which chains sit higher: the log joint of each over its last tenth
+        tail = trace["log_joint"][:, -max(1, args.n_iter // 10):].mean(axis=1)
+        print("log joint per chain, mean of the last tenth: "
+              + " ".join(f"{value:.0f}" for value in tail))
         half = slice(args.n_iter // 2, None)
         r_k, r_joint = (rhat(trace[name][:, half]) for name in trace)
         print(f"R-hat (second half): n_clusters {r_k:.3f}, log joint {r_joint:.3f}")
