@@ -185,10 +185,11 @@ def section_liang(args):
                         model, X, y, seconds, ll=model.score(X_test)))
                     if name == "subcluster diag":
                         pilot, pilot_seconds = model, seconds
-                # under the default prior, vague about a cluster's covariance, the
-                # full model's posterior merges clusters at d = 40 and 80; under a
-                # prior on the clusters' own scale, taken from the diag fit, it
-                # does not (the user guide's recipe, "Which sampler to choose")
+                # under the default prior, weak and not centred on the clusters'
+                # covariance, the full model's posterior merges clusters at d = 40
+                # and 80; under a prior on the clusters' own scale, taken from the
+                # diag fit, it does not (the user guide's recipe, "Which sampler
+                # to choose")
                 nu = 2 * d
                 model, seconds = fit_timed(rankmix_model(
                     repeat, args.n_iter, sampler="subcluster", nu=nu,

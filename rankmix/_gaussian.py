@@ -91,10 +91,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         many clusters and a log joint thousands of nats above the true one,
         while "diag" finds the 40 true clusters. Prefer "diag" (or reduce d)
         when d is large against the cluster sizes. The merging comes from the
-        default prior's vagueness about a cluster's covariance: "full" with
-        ``nu = 2 d`` and ``covariance_prior`` ``nu`` times the covariance
-        within the clusters of a "diag" fit finds the 40 clusters there (user
-        guide, "Which sampler to choose").
+        default prior, weak (nu_0 = d + 2) and not centred on the clusters'
+        own covariance: "full" with ``nu = 2 d`` and ``covariance_prior``
+        ``nu`` times the covariance within the clusters of a "diag" fit finds
+        the 40 clusters there (user guide, "Which sampler to choose").
     sampler : str, default="gibbs+split-merge"
         The moves of a sweep, joined by "+": "gibbs" (a collapsed Gibbs scan over
         the points), "split-merge" (``n_split_merge`` SAMS proposals),
