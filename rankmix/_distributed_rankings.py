@@ -183,29 +183,24 @@ class DaskRankings(DaskRows):
         """The rankings ``indices`` (any order): (len(indices), n_features)."""
         indices = np.asarray(indices, dtype=np.intp)
         out = np.empty((len(indices), self.n_features), dtype=np.intp)
-        chunk_of, chunks = self._chunks_holding(indices)
-        parts = self._submit(
-            rows_module.chunk_rows, lambda c: indices[chunk_of == c], chunks=chunks
-        )
-        for c, part in zip(chunks, parts):
-            out[chunk_of == c] = part
+        for mask, part in self._on_chunks_holding(rows_module.chunk_rows, indices):
+            out[mask] = part
         return out
 
-    def _chunks_holding(self, points):
-        """Each point's chunk, and the chunks holding any."""
-        chunk_of = self._chunk_of(points)
-        return chunk_of, [int(c) for c in np.unique(chunk_of)]
-
     def _per_point(self, function, points, *args):
-        """``function`` on the chunks holding ``points``, each with its points:
-        its two arrays put back in ``points``' order."""
-        chunk_of, chunks = self._chunks_holding(points)
-        parts = self._submit(
-            function, lambda c: points[chunk_of == c], *args, chunks=chunks
-        )
+        """``function``'s two arrays for ``points``, in ``points``' order."""
         first, second = np.empty(len(points)), np.empty(len(points))
-        for c, (a, b) in zip(chunks, parts):
-            mask = chunk_of == c
+        for mask, (a, b) in self._on_chunks_holding(function, points, *args):
             first[mask] = a
             second[mask] = b
         return first, second
+
+    def _on_chunks_holding(self, function, points, *args):
+        """``function`` on each chunk holding any of ``points``, with its points:
+        (the mask of that chunk's points in ``points``, its result) per chunk."""
+        chunk_of = self._chunk_of(points)
+        chunks = [int(c) for c in np.unique(chunk_of)]
+        parts = self._submit(
+            function, lambda c: points[chunk_of == c], *args, chunks=chunks
+        )
+        return [(chunk_of == c, part) for c, part in zip(chunks, parts)]
