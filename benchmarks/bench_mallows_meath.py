@@ -17,6 +17,13 @@ threads, ``n_jobs`` = the number of chains); printed are:
 * the sizes and the three first-choice candidates of the largest clusters of
   the point estimate.
 
+With ``--max-seconds S`` the chains instead run ``--every`` sweeps at a time
+(``warm_start=True``) until both R-hats over the second half fall below 1.05 or
+S seconds have passed, printing about 30 times the sweeps, the wall time, the
+clusters per chain and the two R-hats: the wall time until convergence,
+measured, or a lower bound for it. Only a few draws are kept (one per step and
+chain), so the memory stays flat however long the chains run.
+
 Configurations: the defaults; ``alpha_prior=(1, 1)``; each other sampler with
 its own defaults (``sampler=...``). ``--only`` picks some by label; ``--params``
 adds any other, as ``name=value`` pairs.
@@ -25,6 +32,7 @@ Usage::
 
     python benchmarks/bench_mallows_meath.py [--n-iter 400] [--n-chains 4]
         [--n-ballots 64081] [--every 25] [--params n_split_merge=4 ...]
+        [--max-seconds 600]
 """
 
 # Authors: The rankmix developers
@@ -84,6 +92,68 @@ def first_converged(trace, every):
     return None
 
 
+def fit_once(X, n_items, params, args):
+    """The chains of one fit of ``args.n_iter`` sweeps, and its wall time."""
+    model = DPMallowsClustering(
+        n_items=n_items,
+        n_iter=args.n_iter,
+        burn_in=args.n_iter // 2,
+        thin=5,
+        n_chains=args.n_chains,
+        n_jobs=args.n_chains,
+        random_state=args.seed,
+        **params,
+    )
+    begin = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X)
+    return model, time.perf_counter() - begin
+
+
+def fit_until_converged(X, n_items, params, args):
+    """Continue the chains ``args.every`` sweeps at a time (``warm_start``).
+
+    Stops when both R-hats over the second half of the sweeps so far fall below
+    the target, or when ``args.max_seconds`` have passed; prints a line every
+    thirtieth of them.
+    One draw a step and chain is kept (``thin=every``): the point estimate is
+    only printed, and the traces, which the R-hats read, hold every sweep.
+    """
+    model = DPMallowsClustering(
+        n_items=n_items,
+        n_iter=args.every,
+        burn_in=0,
+        thin=args.every,
+        n_chains=args.n_chains,
+        n_jobs=args.n_chains,
+        random_state=args.seed,
+        warm_start=True,
+        **params,
+    )
+    print("  sweeps  seconds  clusters (min-max)  R-hat K  R-hat log joint")
+    begin = time.perf_counter()
+    printed = -np.inf
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X)
+        seconds = time.perf_counter() - begin
+        n_clusters, log_joint = model.trace_["n_clusters"], model.trace_["log_joint"]
+        sweeps = n_clusters.shape[1]
+        r_k, r_joint = (rhat(t[:, sweeps // 2 :]) for t in (n_clusters, log_joint))
+        done = max(r_k, r_joint) < RHAT_TARGET or seconds > args.max_seconds
+        if done or seconds - printed >= args.max_seconds / 30:  # about 30 lines
+            printed = seconds
+            print(
+                f"  {sweeps:6d} {seconds:8.0f}  {n_clusters[:, -1].min():8d}-"
+                f"{n_clusters[:, -1].max():<9d} {r_k:8.3f} {r_joint:16.3f}",
+                flush=True,
+            )
+        if done:
+            return model, seconds
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-iter", type=int, default=400)
@@ -93,6 +163,12 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--params", nargs="*", default=[])
     parser.add_argument("--only", nargs="*", default=None, help="configuration labels")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="run --every sweeps at a time until converged or this many seconds",
+    )
     args = parser.parse_args()
 
     print_machine(f"{args.n_chains} chains on joblib threads")
@@ -103,55 +179,57 @@ def main():
     surnames = [surname(name) for name in meath.item_names]
     print(
         f"Meath: {len(X)} ballots of {meath.n_items} candidates; "
-        f"{args.n_chains} chains x {args.n_iter} sweeps; R-hat over the second "
+        f"{args.n_chains} chains x "
+        + (
+            f"{args.n_iter} sweeps"
+            if args.max_seconds is None
+            else f"up to {args.max_seconds:.0f} s"
+        )
+        + "; R-hat over the second "
         f"half of the sweeps; target {RHAT_TARGET}"
     )
     for label, params in configurations(args.params).items():
         if args.only and label not in args.only:
             continue
-        model = DPMallowsClustering(
-            n_items=meath.n_items,
-            n_iter=args.n_iter,
-            burn_in=args.n_iter // 2,
-            thin=5,
-            n_chains=args.n_chains,
-            n_jobs=args.n_chains,
-            random_state=args.seed,
-            **params,
-        )
-        begin = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(X)
-        seconds = time.perf_counter() - begin
+        print(f"\n== {label}: {params or 'defaults'}", flush=True)
+        if args.max_seconds is None:
+            model, seconds = fit_once(X, meath.n_items, params, args)
+        else:
+            model, seconds = fit_until_converged(X, meath.n_items, params, args)
         trace = {name: model.trace_[name] for name in ("n_clusters", "log_joint")}
-        print(f"\n== {label}: {params or 'defaults'}")
+        n_iter = trace["n_clusters"].shape[1]
+        # at most 13 columns of the trace, at multiples of --every
+        step = args.every * -(-n_iter // (12 * args.every))
         print(
-            f"{seconds:.0f} s, {seconds / args.n_iter:.2f} s per sweep "
+            f"{seconds:.0f} s, {seconds / n_iter:.2f} s per sweep "
             f"({args.n_chains} chains at once)"
         )
-        marks = list(range(0, args.n_iter, args.every)) + [args.n_iter - 1]
+        marks = list(range(0, n_iter, step)) + [n_iter - 1]
         print("clusters per chain at sweeps " + " ".join(f"{m + 1:>4d}" for m in marks))
         for chain, row in enumerate(trace["n_clusters"]):
             print(
                 f"  chain {chain}" + " " * 22 + " ".join(f"{row[m]:>4d}" for m in marks)
             )
         # which chains sit higher: the log joint of each over its last tenth
-        tail = trace["log_joint"][:, -max(1, args.n_iter // 10):].mean(axis=1)
-        print("log joint per chain, mean of the last tenth: "
-              + " ".join(f"{value:.0f}" for value in tail))
-        half = slice(args.n_iter // 2, None)
+        tail = trace["log_joint"][:, -max(1, n_iter // 10) :].mean(axis=1)
+        print(
+            "log joint per chain, mean of the last tenth: "
+            + " ".join(f"{value:.0f}" for value in tail)
+        )
+        half = slice(n_iter // 2, None)
         r_k, r_joint = (rhat(trace[name][:, half]) for name in trace)
         print(f"R-hat (second half): n_clusters {r_k:.3f}, log joint {r_joint:.3f}")
         converged = first_converged(trace, args.every)
         print(
             f"both below {RHAT_TARGET} from sweep {converged}"
             if converged
-            else f"not below {RHAT_TARGET} within {args.n_iter} sweeps"
+            else f"not below {RHAT_TARGET} within {n_iter} sweeps"
         )
         if "alpha" in model.trace_:
             alpha = model.trace_["alpha"][:, half].mean()
             print(f"alpha, mean of the second half: {alpha:.2f}")
+        if args.max_seconds is not None:
+            continue  # no burn-in: the point estimate would pick an early draw
         sizes = np.bincount(model.labels_)
         print(f"point estimate: {model.n_clusters_} clusters; the largest:")
         for k in np.argsort(-sizes)[:6]:
