@@ -15,7 +15,7 @@ threads, ``n_jobs`` = the number of chains); printed are:
   sweeps, and the first sweep count (in steps of ``--every``, second halves of
   the traces so far) at which both fall below 1.05, if any;
 * the sizes and the three first-choice candidates of the largest clusters of
-  the point estimate.
+  the point estimate (not with ``--max-seconds``).
 
 With ``--max-seconds S`` the chains instead run ``--every`` sweeps at a time
 (``warm_start=True``) until both R-hats over the second half fall below 1.05 or
@@ -117,8 +117,9 @@ def fit_until_converged(X, n_items, params, args):
     Stops when both R-hats over the second half of the sweeps so far fall below
     the target, or when ``args.max_seconds`` have passed; prints a line every
     thirtieth of them.
-    One draw a step and chain is kept (``thin=every``): the point estimate is
-    only printed, and the traces, which the R-hats read, hold every sweep.
+    One draw a step and chain is kept (``thin=every``, no burn-in): the point
+    estimate would pick among the few draws, early ones too, so ``main`` does
+    not print it; the traces, which the R-hats read, hold every sweep.
     """
     model = DPMallowsClustering(
         n_items=n_items,
