@@ -21,8 +21,9 @@ With ``--max-seconds S`` the chains instead run ``--every`` sweeps at a time
 (``warm_start=True``) until both R-hats over the second half fall below 1.05 or
 S seconds have passed, printing about 30 times the sweeps, the wall time, the
 clusters per chain and the two R-hats: the wall time until convergence,
-measured, or a lower bound for it. Only a few draws are kept (one per step and
-chain), so the memory stays flat however long the chains run.
+measured, or a lower bound for it. Only a few draws are kept (one every 20
+steps and chain): each step's fit recomputes the VI medoid of the kept draws,
+whose cost grows with their number squared.
 
 Configurations: the defaults; ``alpha_prior=(1, 1)``; each other sampler with
 its own defaults (``sampler=...``). ``--only`` picks some by label; ``--params``
@@ -117,15 +118,18 @@ def fit_until_converged(X, n_items, params, args):
     Stops when both R-hats over the second half of the sweeps so far fall below
     the target, or when ``args.max_seconds`` have passed; prints a line every
     thirtieth of them.
-    One draw a step and chain is kept (``thin=every``, no burn-in): the point
-    estimate would pick among the few draws, early ones too, so ``main`` does
+    One draw every 20 steps and chain is kept (``thin=20 * every``, no
+    burn-in): each fit recomputes the VI medoid of the kept draws, at a cost
+    that grows with their number squared (seconds a step at a few hundred draws
+    of the full ballots), and chunks do not change the draws. The point
+    estimate would pick among those few draws, early ones too, so ``main`` does
     not print it; the traces, which the R-hats read, hold every sweep.
     """
     model = DPMallowsClustering(
         n_items=n_items,
         n_iter=args.every,
         burn_in=0,
-        thin=args.every,
+        thin=20 * args.every,
         n_chains=args.n_chains,
         n_jobs=args.n_chains,
         random_state=args.seed,
