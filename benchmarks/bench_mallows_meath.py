@@ -93,22 +93,34 @@ def first_converged(trace, every):
     return None
 
 
-def fit_once(X, n_items, params, args):
-    """The chains of one fit of ``args.n_iter`` sweeps, and its wall time."""
-    model = DPMallowsClustering(
+def side_by_side(n_items, params, args, **schedule):
+    """``args.n_chains`` chains at once (one joblib thread each), seeded by
+    ``args.seed``, with the sweeps' ``schedule`` and the configuration's
+    ``params``."""
+    return DPMallowsClustering(
         n_items=n_items,
-        n_iter=args.n_iter,
-        burn_in=args.n_iter // 2,
-        thin=5,
         n_chains=args.n_chains,
         n_jobs=args.n_chains,
         random_state=args.seed,
+        **schedule,
         **params,
     )
-    begin = time.perf_counter()
+
+
+def fit_quietly(model, X):
+    """``model.fit(X)`` without the warnings (R-hat is printed instead)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(X)
+
+
+def fit_once(X, n_items, params, args):
+    """The chains of one fit of ``args.n_iter`` sweeps, and its wall time."""
+    model = side_by_side(
+        n_items, params, args, n_iter=args.n_iter, burn_in=args.n_iter // 2, thin=5
+    )
+    begin = time.perf_counter()
+    fit_quietly(model, X)
     return model, time.perf_counter() - begin
 
 
@@ -125,24 +137,20 @@ def fit_until_converged(X, n_items, params, args):
     estimate would pick among those few draws, early ones too, so ``main`` does
     not print it; the traces, which the R-hats read, hold every sweep.
     """
-    model = DPMallowsClustering(
-        n_items=n_items,
+    model = side_by_side(
+        n_items,
+        params,
+        args,
         n_iter=args.every,
         burn_in=0,
         thin=20 * args.every,
-        n_chains=args.n_chains,
-        n_jobs=args.n_chains,
-        random_state=args.seed,
         warm_start=True,
-        **params,
     )
     print("  sweeps  seconds  clusters (min-max)  R-hat K  R-hat log joint")
     begin = time.perf_counter()
     printed = -np.inf
     while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(X)
+        fit_quietly(model, X)
         seconds = time.perf_counter() - begin
         n_clusters, log_joint = model.trace_["n_clusters"], model.trace_["log_joint"]
         sweeps = n_clusters.shape[1]
