@@ -1027,7 +1027,7 @@ cdef class MallowsChain:
                 self.anchor_row[c] = -1
         else:
             find_anchors(self.key, sweep, labels, N, capacity,
-                         self.anchor_priority, self.anchor_row)
+                         self.anchor_priority, self.anchor_row, NULL, n_threads)
         self._label_tables()
         if self.remote is not None:
             with gil:

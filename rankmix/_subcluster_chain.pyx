@@ -117,7 +117,7 @@ from ._family cimport (
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
 from ._restricted cimport (
-    PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_share, precedes, row_draws,
+    PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_pair_gap, precedes, row_draws,
 )
 from ._rng cimport (
     draw_from_logs, draw_index, log_gamma_variate, log_sum_exp, shuffle, uniform,
@@ -189,22 +189,26 @@ cdef inline intp_t label_stride(intp_t capacity, intp_t work_width) noexcept nog
 
 
 cdef inline intp_t scan_stride(intp_t work_width) noexcept nogil:
-    # per row of a block: four draws and the two sides' likelihoods; then the
-    # family's work for a block of rows; whole cache lines, as label_stride
-    return (LABEL_BLOCK * (4 + 2) + work_width + 7) // 8 * 8
+    # per row of a block: four draws, the two sides' likelihoods, and the row and
+    # its position among the rows weighed; then the family's work for a block of
+    # rows; whole cache lines, as label_stride
+    return (LABEL_BLOCK * (4 + 2 + 2) + work_width + 7) // 8 * 8
 
 
 cdef void label_rows(
         const ConjugateFamily* f, intp_t n_rows, intp_t offset,
         const intp_t* labels, intp_t* new_labels, const uint64_t* key, uint64_t sweep,
-        const intp_t* active, intp_t n_active, intp_t capacity,
+        const double* row_uniforms, const intp_t* active, intp_t n_active,
+        intp_t capacity,
         const double* params, intp_t P, const double* log_pi,
         const double* anchor_priority, const intp_t* anchor_row,
         double* scratch, intp_t n_threads) noexcept nogil:
     """The anchored label step (step 2) of the family's rows: ``new_labels``.
 
     A thread takes ``LABEL_BLOCK`` rows at a time and, cluster by cluster, weighs
-    each of them; a row's weights and draw do not depend on the block it is in."""
+    each of them; a row's weights and draw do not depend on the block it is in.
+    ``row_uniforms``: the rows' priorities and label draws as ``find_anchors``
+    kept them, or NULL to draw them here (the same values)."""
     cdef intp_t block, first, m, k, i, a, c, tid
     cdef intp_t n_blocks = (n_rows + LABEL_BLOCK - 1) // LABEL_BLOCK
     cdef intp_t stride = label_stride(capacity, family_rows_work_width(f))
@@ -222,7 +226,11 @@ cdef void label_rows(
         first = block * LABEL_BLOCK
         m = min(LABEL_BLOCK, n_rows - first)
         for k in range(m):
-            row_draws(key, offset + first + k, sweep, PURPOSE_LABEL, draws + 4 * k)
+            if row_uniforms == NULL:
+                row_draws(key, offset + first + k, sweep, PURPOSE_LABEL, draws + 4 * k)
+            else:
+                draws[4 * k] = row_uniforms[2 * (first + k)]
+                draws[4 * k + 1] = row_uniforms[2 * (first + k) + 1]
         for a in range(n_active):
             c = active[a]
             # every row of the block, those the anchor excludes included (cheaper
@@ -249,37 +257,64 @@ cdef void scan_rows(
         const ConjugateFamily* f, const intp_t* rows, intp_t m, intp_t offset,
         const uint64_t* key, uint64_t sweep, uint64_t purpose,
         const double* theta_a, const double* theta_b, double log_n_a, double log_n_b,
-        double rate, bint evaluate, const char* sides, char* proposed, double* log_q,
-        double* scratch, intp_t n_threads) noexcept nogil:
+        double rate, bint evaluate, bint sampled_only, const char* sides,
+        char* proposed, double* log_q, double* scratch, intp_t n_threads) noexcept nogil:
     """One restricted scan of a launch over ``rows[:m]``: each row's allocation
     ``proposed[k]`` (its side and whether it is sampled; not when ``evaluate``)
     and ``log_q[k]``, the log-probability of its side (``sides[k]`` when
-    evaluating the current clusters)."""
-    cdef intp_t block, first, n, k, q, tid
+    evaluating the current clusters).
+
+    With ``sampled_only`` (a scan before the last, whose allocation serves only
+    to draw the next scan's parameters from its sampled rows) the rows outside
+    the sample are not weighed: their ``proposed[k]`` is 0 (no side, not
+    sampled) and their ``log_q[k]`` 0. A sampled row's values are the same
+    either way: its draws are its own, its likelihoods do not depend on the
+    other rows of its block."""
+    cdef intp_t block, first, n, n_weighed, k, q, r, tid
     cdef intp_t n_blocks = (m + LABEL_BLOCK - 1) // LABEL_BLOCK
     cdef intp_t stride = scan_stride(family_rows_work_width(f))
     cdef double* draws
     cdef double* like_a
     cdef double* like_b
-    cdef double la, lb, log_a, log_b
+    cdef intp_t* weighed      # the rows of the block that are weighed
+    cdef intp_t* position     # and their positions in the block
+    cdef double diff, gap, log_a, log_b
     for block in prange(n_blocks, schedule="static", num_threads=n_threads):
         tid = threadid()
         draws = scratch + tid * stride                  # (LABEL_BLOCK, 4)
         like_a = draws + 4 * LABEL_BLOCK                # (LABEL_BLOCK,)
         like_b = like_a + LABEL_BLOCK
+        weighed = <intp_t*> (like_b + LABEL_BLOCK)      # (LABEL_BLOCK,)
+        position = weighed + LABEL_BLOCK
         first = block * LABEL_BLOCK
         n = min(LABEL_BLOCK, m - first)
-        family_log_likelihood_rows(f, theta_a, rows + first, offset, n, like_a,
-                                   like_b + LABEL_BLOCK)
-        family_log_likelihood_rows(f, theta_b, rows + first, offset, n, like_b,
-                                   like_b + LABEL_BLOCK)
+        n_weighed = 0
         for q in range(n):
             k = first + q
             row_draws(key, rows[k], sweep, purpose, draws + 4 * q)
-            la = log_n_a + like_a[q]
-            lb = log_n_b + like_b[q]
-            log_a = log_share(la, lb)
-            log_b = log_share(lb, la)
+            if sampled_only and not draws[4 * q + 1] < rate:
+                proposed[k] = 0
+                log_q[k] = 0.0
+            else:
+                weighed[n_weighed] = rows[k]
+                position[n_weighed] = q
+                n_weighed = n_weighed + 1
+        if n_weighed > 0:
+            family_log_likelihood_rows(f, theta_a, weighed, offset, n_weighed, like_a,
+                                       <double*> (position + LABEL_BLOCK))
+            family_log_likelihood_rows(f, theta_b, weighed, offset, n_weighed, like_b,
+                                       <double*> (position + LABEL_BLOCK))
+        for r in range(n_weighed):
+            q = position[r]
+            k = first + q
+            diff = (log_n_b + like_b[r]) - (log_n_a + like_a[r])
+            gap = log_pair_gap(diff)
+            if diff > 0.0:
+                log_a = -diff - gap
+                log_b = -gap
+            else:
+                log_a = -gap
+                log_b = diff - gap
             if not evaluate:
                 proposed[k] = ((log(draws[4 * q]) < log_a)
                                | (SAMPLED if draws[4 * q + 1] < rate else 0))
@@ -408,6 +443,7 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double* anchor_priority     # (capacity,)
     cdef intp_t* anchor_row          # (capacity,)
     cdef intp_t* new_labels          # (N,)
+    cdef double* row_uniforms        # (N, 2) priorities and label draws (find_anchors)
     cdef double* scratch             # per thread: the label step's or a scan's
     cdef intp_t scratch_size
     cdef double* moments_scratch     # per thread: two moments blocks
@@ -481,6 +517,8 @@ cdef class SubclusterChain(CollapsedChain):
         # (the label step of rows held elsewhere returns the new labels)
         self.new_labels = <intp_t*> grow_array(
             NULL, (n if remote is None else 1) * sizeof(intp_t))
+        self.row_uniforms = <double*> grow_array(
+            NULL, (2 * n if remote is None else 1) * sizeof(double))
         self.launch_rows = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
         self.launch_log_q = <double*> grow_array(NULL, n * sizeof(double))
         self.side_members = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
@@ -496,7 +534,8 @@ cdef class SubclusterChain(CollapsedChain):
     def __dealloc__(self):
         free(self.params); free(self.log_pi)
         free(self.anchor_priority); free(self.anchor_row)
-        free(self.new_labels); free(self.scratch); free(self.moments_scratch)
+        free(self.new_labels); free(self.row_uniforms)
+        free(self.scratch); free(self.moments_scratch)
         free(self.run_start); free(self.run_moments)
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
@@ -522,8 +561,9 @@ cdef class SubclusterChain(CollapsedChain):
 
     cdef double* _thread_scratch(self, intp_t n_threads) except NULL nogil:
         """Per-thread scratch for the parallel loops, grown to the slots and threads."""
-        cdef intp_t size = n_threads * label_stride(self.slots.capacity,
-                                                    family_rows_work_width(&self.f))
+        cdef intp_t width = family_rows_work_width(&self.f)
+        cdef intp_t size = n_threads * max(label_stride(self.slots.capacity, width),
+                                           scan_stride(width))
         if size > self.scratch_size:
             self.scratch = <double*> grow_array(self.scratch, size * sizeof(double))
             self.scratch_size = size
@@ -692,13 +732,18 @@ cdef class SubclusterChain(CollapsedChain):
         cdef intp_t c, N = self.N, capacity = self.slots.capacity
         cdef intp_t n_threads = self._n_threads(N)
         cdef intp_t* labels = &self.labels[0]
+        # the rows' priorities and label draws, kept from the anchors' pass for the
+        # label step where the rows are in process (the start's step draws its own)
+        cdef double* uniforms = NULL
         if free:
             for c in range(capacity):
                 self.anchor_priority[c] = -1.0
                 self.anchor_row[c] = -1
         else:
-            find_anchors(self.key, sweep, labels, N, capacity,
-                         self.anchor_priority, self.anchor_row)
+            if self.remote is None:
+                uniforms = self.row_uniforms
+            find_anchors(self.key, sweep, labels, N, capacity, self.anchor_priority,
+                         self.anchor_row, uniforms, n_threads)
         if self.remote is not None:
             with gil:
                 new_labels, partials = self.remote.label_step(
@@ -715,7 +760,7 @@ cdef class SubclusterChain(CollapsedChain):
                 self._group_members()
                 self._states_from_partials(partials)
             return 0
-        label_rows(&self.f, N, 0, labels, self.new_labels, self.key, sweep,
+        label_rows(&self.f, N, 0, labels, self.new_labels, self.key, sweep, uniforms,
                    self.slots.active, self.slots.n_active, capacity, self.params, self.P,
                    self.log_pi, self.anchor_priority, self.anchor_row,
                    self._thread_scratch(n_threads), n_threads)
@@ -1066,7 +1111,8 @@ cdef class SubclusterChain(CollapsedChain):
                    double rate, bint evaluate, int moments) except -1 nogil:
         """One restricted scan over the launch rows (``scan_rows``), where they are;
         rows elsewhere also send back the ``moments`` the launch needs next
-        (``rows_scan``)."""
+        (``rows_scan``). A scan before the last (``MOMENTS_SAMPLED``) weighs the
+        sampled rows only: the next scan reads no other."""
         cdef intp_t n_threads = self._n_threads(m) if m >= PARALLEL_LAUNCH_ROWS else 1
         cdef intp_t P = self.P
         cdef double log_n_a = log(self.state_a[STATE_COUNT])
@@ -1074,8 +1120,8 @@ cdef class SubclusterChain(CollapsedChain):
         if self.remote is None:
             scan_rows(&self.f, self.launch_rows, m, 0, self.key, sweep, purpose,
                       self.side_params, self.side_params + P, log_n_a, log_n_b, rate,
-                      evaluate, self.side, self.proposed, self.launch_log_q,
-                      self._thread_scratch(n_threads), n_threads)
+                      evaluate, moments == MOMENTS_SAMPLED, self.side, self.proposed,
+                      self.launch_log_q, self._thread_scratch(n_threads), n_threads)
             return 0
         with gil:
             self._remote_scan(sweep, purpose, m, i, j, log_n_a, log_n_b, rate, evaluate,
@@ -1123,8 +1169,9 @@ cdef class SubclusterChain(CollapsedChain):
         A scan's sides' parameters are drawn given a random sample of about
         ``launch_sample_rows`` of their rows (each row's own Philox draw decides), so
         that a launch over a large S costs its parallel allocations, not
-        sequential rebuilds; only the last scan's allocation is proposed, and
-        it covers every row.
+        sequential rebuilds, and the scans before the last weigh those rows
+        only; only the last scan's allocation is proposed, and it covers every
+        row.
         """
         cdef intp_t k, s, n, P = self.P
         cdef double log_q = 0.0
@@ -1180,6 +1227,26 @@ cdef class SubclusterChain(CollapsedChain):
 def openmp_threads():
     """OpenMP's current thread limit (1 in a build without OpenMP)."""
     return max_threads()
+
+
+def _find_anchors_wrapper(key, uint64_t sweep, labels, intp_t capacity,
+                          intp_t n_threads):
+    """``find_anchors`` of ``labels`` (in 0..capacity-1) on ``n_threads`` threads,
+    for tests: (anchor priorities, anchor rows, the rows' (priority, label draw))."""
+    cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
+    cdef const intp_t[::1] labels_ = np.ascontiguousarray(labels, dtype=np.intp)
+    cdef intp_t n = labels_.shape[0]
+    cdef double[::1] priority = np.empty(capacity)
+    cdef intp_t[::1] anchor = np.empty(capacity, dtype=np.intp)
+    cdef double[:, ::1] uniforms = np.empty((max(n, 1), 2))
+    if key_.shape[0] != 2 or capacity < 1 or n < 1:
+        raise ValueError("a key of 2 words, capacity >= 1 and one row or more")
+    if np.min(labels) < 0 or np.max(labels) >= capacity:
+        raise ValueError("labels must lie in 0..capacity-1")
+    with nogil:
+        find_anchors(&key_[0], sweep, &labels_[0], n, capacity, &priority[0],
+                     &anchor[0], &uniforms[0, 0], n_threads)
+    return np.asarray(priority), np.asarray(anchor), np.asarray(uniforms)
 
 
 # -- the operations on a block of rows held elsewhere (``_distributed``) ----------------
@@ -1239,7 +1306,7 @@ def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, a
         raise ValueError("the label step's arrays do not match the rows")
     if n:
         with nogil:
-            label_rows(&family.c, n, offset, &old[0], &new[0], &key_[0], sweep,
+            label_rows(&family.c, n, offset, &old[0], &new[0], &key_[0], sweep, NULL,
                        &active_[0], active_.shape[0], capacity, &params_[0],
                        family.c.param_width, &log_pi_[0], &priority[0], &anchor[0],
                        &scratch[0], n_threads)
@@ -1284,7 +1351,8 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
     if m:
         with nogil:
             scan_rows(&family.c, &rows_[0], m, offset, &key_[0], sweep, purpose, &a[0],
-                      &b[0], log_n_a, log_n_b, rate, evaluate, <const char*> &sides_[0],
+                      &b[0], log_n_a, log_n_b, rate, evaluate, moments == MOMENTS_SAMPLED,
+                      <const char*> &sides_[0],
                       <char*> &proposed[0], &log_q[0], &scratch[0], n_threads)
     allocation = np.asarray(proposed)[:m]
     # the groups of the moments: 0 for i's side, 1 for j's, -1 for no group

@@ -37,6 +37,32 @@ def test_philox_is_numpys():
         assert_array_equal(_philox_wrapper(counter, key), expected)
 
 
+def test_anchors_are_the_least_priorities_on_any_number_of_threads():
+    # find_anchors against NumPy: each row's priority and label draw are the
+    # first two uniforms of Philox at counter (row, sweep, 0, 0) (NumPy's
+    # next_double: the top 53 bits), and a slot's anchor is its member of least
+    # (priority, row); rows split between threads give the same anchors
+    rng = np.random.default_rng(1)
+    key = rng.integers(0, 2**64, size=2, dtype=np.uint64, endpoint=False)
+    sweep, capacity = 17, 9
+    labels = rng.integers(0, capacity - 2, size=1001)   # two empty slots
+    words = np.array([_philox_wrapper([row, sweep, 0, 0], key)[:2]
+                      for row in range(len(labels))])
+    uniforms = (words >> np.uint64(11)).astype(np.float64) / 2.0**53
+    expected_row = np.full(capacity, -1)
+    expected_priority = np.full(capacity, 2.0)
+    for c in range(capacity - 2):
+        members = np.flatnonzero(labels == c)
+        expected_row[c] = members[np.argmin(uniforms[members, 0])]
+        expected_priority[c] = uniforms[expected_row[c], 0]
+    for n_threads in (1, 2, 3, 7):
+        priority, row, kept = _subcluster_chain._find_anchors_wrapper(
+            key, sweep, labels, capacity, n_threads)
+        assert_array_equal(row, expected_row)
+        assert_array_equal(priority, expected_priority)
+        assert_array_equal(kept, uniforms)
+
+
 def _families():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 3)) + np.array([1.0, -2.0, 0.5])
