@@ -203,7 +203,9 @@ cdef void label_rows(
         const double* params, intp_t P, const double* log_pi,
         const double* anchor_priority, const intp_t* anchor_row,
         double* scratch, intp_t n_threads) noexcept nogil:
-    """The anchored label step (step 2) of the family's rows: ``new_labels``.
+    """The anchored label step (step 2) of the family's rows: ``new_labels``, which
+    may be ``labels`` itself (a row reads its own old label only, before it
+    writes its new one).
 
     A thread takes ``LABEL_BLOCK`` rows at a time and, cluster by cluster, weighs
     each of them; a row's weights and draw do not depend on the block it is in.
@@ -442,7 +444,6 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double* log_pi              # (capacity,) unnormalised log weights
     cdef double* anchor_priority     # (capacity,)
     cdef intp_t* anchor_row          # (capacity,)
-    cdef intp_t* new_labels          # (N,)
     cdef double* row_uniforms        # (N, 2) priorities and label draws (find_anchors)
     cdef double* scratch             # per thread: the label step's or a scan's
     cdef intp_t scratch_size
@@ -514,9 +515,7 @@ cdef class SubclusterChain(CollapsedChain):
         self.n_launch = n_launch
         # the work arrays, before the start, which uses some of them
         n = max(family.n_points if remote is None else remote.n_rows, 1)
-        # (the label step of rows held elsewhere returns the new labels)
-        self.new_labels = <intp_t*> grow_array(
-            NULL, (n if remote is None else 1) * sizeof(intp_t))
+        # (the label step of rows held elsewhere draws their uniforms there)
         self.row_uniforms = <double*> grow_array(
             NULL, (2 * n if remote is None else 1) * sizeof(double))
         self.launch_rows = <intp_t*> grow_array(NULL, n * sizeof(intp_t))
@@ -534,7 +533,7 @@ cdef class SubclusterChain(CollapsedChain):
     def __dealloc__(self):
         free(self.params); free(self.log_pi)
         free(self.anchor_priority); free(self.anchor_row)
-        free(self.new_labels); free(self.row_uniforms)
+        free(self.row_uniforms)
         free(self.scratch); free(self.moments_scratch)
         free(self.run_start); free(self.run_moments)
         free(self.launch_rows); free(self.launch_log_q)
@@ -760,11 +759,10 @@ cdef class SubclusterChain(CollapsedChain):
                 self._group_members()
                 self._states_from_partials(partials)
             return 0
-        label_rows(&self.f, N, 0, labels, self.new_labels, self.key, sweep, uniforms,
+        label_rows(&self.f, N, 0, labels, labels, self.key, sweep, uniforms,
                    self.slots.active, self.slots.n_active, capacity, self.params, self.P,
                    self.log_pi, self.anchor_priority, self.anchor_row,
                    self._thread_scratch(n_threads), n_threads)
-        memcpy(labels, self.new_labels, N * sizeof(intp_t))
         self._rebuild_all()            # also groups the members by slot
         return 0
 
