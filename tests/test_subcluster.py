@@ -125,6 +125,33 @@ def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(name, d, full):
         assert_array_equal(by_block, by_row)
 
 
+@pytest.mark.parametrize("name, width", [("full", 3 + 9 + 1), ("diag", 3 + 3 + 1)])
+def test_a_scan_before_the_last_weighs_only_its_sampled_rows(name, width):
+    # rows_scan with MOMENTS_SAMPLED (0; a scan whose allocation only draws the
+    # next scan's parameters) against the full scan (MOMENTS_SIDES, 1) of the
+    # same rows and draws: each sampled row's allocation and log-probability are
+    # the full scan's to the bit, the others are 0, and the moments sent back are
+    # those of the sampled rows by side, with i (row 0) and j (row 1)
+    family = FAMILIES[name]
+    rng = np.random.default_rng(3)
+    theta_a, theta_b = rng.normal(size=(2, width))   # any finite parameters
+    rows = np.arange(2, 12)
+    args = (family, 0, rows, [5, 6], 3, 7, theta_a, theta_b, np.log(4.0),
+            np.log(6.0), 0.5, False, None, 0, 1)
+    allocation, log_q, _ = _subcluster_chain.rows_scan(*args, 1, 4)
+    sampled_allocation, sampled_log_q, moments = _subcluster_chain.rows_scan(
+        *args, 0, 4)
+    sampled = (allocation & 4) != 0
+    assert 0 < sampled.sum() < len(rows)
+    assert_array_equal(sampled_allocation[sampled], allocation[sampled])
+    assert_array_equal(sampled_log_q[sampled], log_q[sampled])
+    assert not sampled_allocation[~sampled].any() and not sampled_log_q[~sampled].any()
+    groups = np.where(allocation[sampled] & 1, 0, 1)
+    expected = _subcluster_chain.rows_moments(
+        family, 0, np.r_[rows[sampled], 0, 1], np.r_[groups, 0, 1], 2, 4)
+    assert_array_equal(moments, expected)
+
+
 def test_a_family_without_explicit_parameters_is_refused():
     with pytest.raises(ValueError, match="no explicit parameters"):
         SubclusterChain(Family(), 1.0, 1, None, 1, np.random.PCG64(0))
