@@ -257,16 +257,22 @@ def test_subcluster_finds_separated_clusters():
     from sklearn.metrics import adjusted_rand_score
 
     for init in ("random", "sequential"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model = DPGaussianClustering(
-                sampler="subcluster", init=init, init_clusters=1, n_iter=60,
-                burn_in=30, n_chains=1, random_state=0,
-            ).fit(X)
+        scores, n_clusters = [], []
+        for seed in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model = DPGaussianClustering(
+                    sampler="subcluster", init=init, init_clusters=1, n_iter=60,
+                    burn_in=30, n_chains=1, random_state=seed,
+                ).fit(X)
+            scores.append(adjusted_rand_score(y, model.labels_))
+            n_clusters.append(model.n_clusters_)
         # two of the six clusters overlap (means 3.2 apart): the collapsed
-        # samplers reach 0.90-0.92 here (measured)
-        assert adjusted_rand_score(y, model.labels_) > 0.8, init
-        assert 6 <= model.n_clusters_ <= 12, init
+        # samplers reach 0.90-0.92 here; this sampler's 60 sweeps 0.82 to 0.85
+        # on average, 0.66 to 0.92 by seed (40 to 100 seeds, measured), so the median
+        # of three seeds is checked
+        assert np.median(scores) > 0.8, (init, scores)
+        assert 6 <= np.median(n_clusters) <= 12, (init, n_clusters)
 
 
 def test_subcluster_needs_split_merge_proposals():
