@@ -79,6 +79,12 @@ cdef class CollapsedChain:
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil
     cdef int _gibbs_scan(self) except -1 nogil
     cdef int _split_merge(self) except -1 nogil
+    cdef double _pair_log_ratio(self, const double* state_a,
+                                const double* state_b) noexcept nogil
+    cdef double _sams_pass(self, intp_t i, intp_t j, intp_t m, intp_t ci,
+                           bint split) noexcept nogil
+    cdef int _sams_merge(self, intp_t i, intp_t j, intp_t ci, intp_t cj,
+                         intp_t m) except -1 nogil
     cdef intp_t _uniform_order(self) noexcept nogil
     cdef intp_t _projection_order(self) noexcept nogil
     cdef int _permutation_move(self) except -1 nogil

@@ -377,17 +377,46 @@ cdef class CollapsedChain:
 
     cdef int _split_merge(self) except -1 nogil:
         """One SAMS proposal and its Metropolis-Hastings decision (module docstring)."""
-        cdef intp_t i, j, k, r, m, ci, cj, c_new, c_big, c_small
-        cdef bint split, to_a
-        cdef double la, lb, log_a, log_b, log_q = 0.0, log_ratio, n_a, n_b
-        cdef double* s_i
-        cdef double* s_j
-        cdef double* s_big
+        cdef intp_t i, j, k, r, m, ci, cj, c_new
+        cdef double log_q, log_ratio
         m = split_merge_pair(self.rng, &self.labels[0], self.N, &i, &j, self.members)
         ci = self.labels[i]
         cj = self.labels[j]
-        split = ci == cj
+        if ci != cj:
+            return self._sams_merge(i, j, ci, cj, m)
+        log_q = self._sams_pass(i, j, m, ci, True)
+        log_ratio = (self._pair_log_ratio(self.state_a, self.state_b) - log_q
+                     - family_log_marginal(&self.f, self._state(ci)))
+        self.n_split += 1
+        if log(uniform(self.rng)) < log_ratio:
+            self.n_split_accepted += 1
+            c_new = self._open_slot()
+            memcpy(self._state(ci), self.state_a, self.W * sizeof(double))
+            memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
+            self.labels[j] = c_new
+            for r in range(m):
+                k = self.members[r]
+                if not self.side[k]:
+                    self.labels[k] = c_new
+        return 0
 
+    cdef double _pair_log_ratio(self, const double* state_a,
+                                const double* state_b) noexcept nogil:
+        """log alpha + log Gamma(n_A) Gamma(n_B) / Gamma(n_A + n_B) + log m(A) +
+        log m(B): the two clusters' side of a split's (or merge's) ratio."""
+        cdef double n_a = state_a[STATE_COUNT], n_b = state_b[STATE_COUNT]
+        return (log(self.alpha) + lgamma(n_a) + lgamma(n_b) - lgamma(n_a + n_b)
+                + family_log_marginal(&self.f, state_a)
+                + family_log_marginal(&self.f, state_b))
+
+    cdef double _sams_pass(self, intp_t i, intp_t j, intp_t m, intp_t ci,
+                           bint split) noexcept nogil:
+        """The sequential allocation of the pair's other points ``members[:m]``
+        into ``state_a`` (with i) and ``state_b`` (with j), drawn (a split) or
+        forced to the current clusters (a merge; ``ci`` is i's); its log q."""
+        cdef intp_t k, r
+        cdef bint to_a
+        cdef double la, lb, log_a, log_b, log_q = 0.0
         family_reset(&self.f, self.state_a)
         family_reset(&self.f, self.state_b)
         family_add(&self.f, self.state_a, i)
@@ -404,57 +433,46 @@ cdef class CollapsedChain:
             log_q += log_a if to_a else log_b
             self.side[k] = to_a
             family_add(&self.f, self.state_a if to_a else self.state_b, k)
+        return log_q
 
-        n_a = self.state_a[STATE_COUNT]
-        n_b = self.state_b[STATE_COUNT]
-        log_ratio = (
-            log(self.alpha) + lgamma(n_a) + lgamma(n_b) - lgamma(n_a + n_b)
-            + family_log_marginal(&self.f, self.state_a)
-            + family_log_marginal(&self.f, self.state_b)
-            - log_q
-        )
-        if split:
-            self.n_split += 1
-            log_ratio -= family_log_marginal(&self.f, self._state(ci))
-            if log(uniform(self.rng)) < log_ratio:
-                self.n_split_accepted += 1
-                c_new = self._open_slot()
-                memcpy(self._state(ci), self.state_a, self.W * sizeof(double))
-                memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
-                self.labels[j] = c_new
-                for r in range(m):
-                    k = self.members[r]
-                    if not self.side[k]:
-                        self.labels[k] = c_new
-            return 0
-
-        # merge: the merged state is the larger cluster's plus the smaller's points
+    cdef int _sams_merge(self, intp_t i, intp_t j, intp_t ci, intp_t cj,
+                         intp_t m) except -1 nogil:
+        """The merge of i's cluster ci and j's cj (their other points
+        ``members[:m]``): the inverse of the split that the SAMS pass would
+        propose, with ratio R q(ci, cj), R = m(M) / [alpha Gamma(n_i) Gamma(n_j) /
+        Gamma(n) m(ci) m(cj)] and q(ci, cj) <= 1 the probability of that split.
+        The uniform is drawn first: where log u >= log R the merge is rejected
+        whatever q, without the pass (most merges a chain proposes end there).
+        The pass draws nothing, so the chain's draws are those of a pass always
+        run."""
+        cdef intp_t k, r, c_big, c_small
+        cdef double log_u = log(uniform(self.rng)), log_ratio
+        cdef double* s_i = self._state(ci)
+        cdef double* s_j = self._state(cj)
         self.n_merge += 1
-        s_i = self._state(ci)
-        s_j = self._state(cj)
+        # the merged state: the larger cluster's plus the smaller's points
         if s_i[STATE_COUNT] >= s_j[STATE_COUNT]:
             c_big, c_small = ci, cj
         else:
             c_big, c_small = cj, ci
-        s_big = self._state(c_big)
-        memcpy(self.state_m, s_big, self.W * sizeof(double))
+        memcpy(self.state_m, self._state(c_big), self.W * sizeof(double))
         family_add(&self.f, self.state_m, i if c_small == ci else j)
         for r in range(m):
             k = self.members[r]
             if self.labels[k] == c_small:
                 family_add(&self.f, self.state_m, k)
-        # The inverse of the split's ratio, the current clusters c_i, c_j being the
-        # forced allocation's A and B: log m(M) - [log alpha + log Gamma(n_A)
-        # Gamma(n_B) / Gamma(n) + log m(A) + log m(B) - log q(split)].
-        log_ratio = family_log_marginal(&self.f, self.state_m) - log_ratio
-        if log(uniform(self.rng)) < log_ratio:
-            self.n_merge_accepted += 1
-            memcpy(self._state(ci), self.state_m, self.W * sizeof(double))
-            self.labels[j] = ci
-            for r in range(m):
-                k = self.members[r]
-                self.labels[k] = ci
-            self._close_slot(cj)
+        log_ratio = family_log_marginal(&self.f, self.state_m) - self._pair_log_ratio(s_i, s_j)
+        if log_u >= log_ratio:
+            return 0
+        if log_u >= log_ratio + self._sams_pass(i, j, m, ci, False):
+            return 0
+        self.n_merge_accepted += 1
+        memcpy(self._state(ci), self.state_m, self.W * sizeof(double))
+        self.labels[j] = ci
+        for r in range(m):
+            k = self.members[r]
+            self.labels[k] = ci
+        self._close_slot(cj)
         return 0
 
     cdef intp_t _uniform_order(self) noexcept nogil:
