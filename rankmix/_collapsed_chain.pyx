@@ -76,6 +76,9 @@ Metropolis-Hastings ratios are
 
 with m the cluster marginal likelihood. Both leave the posterior invariant, and
 together they can reach every clustering, so split-merge alone is a valid sampler.
+A merge's q(split) is at most 1, so a merge whose uniform u has log u >= log of
+the rest of its ratio is rejected without the forced allocation (which draws
+nothing: the chain is the same either way); most merges end there.
 
 Permutation move (Liang et al. 2007). The state is augmented with an ordering pi
 of the points; a clustering is consistent with pi when its clusters are runs of

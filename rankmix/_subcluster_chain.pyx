@@ -58,7 +58,10 @@ state, which makes the move exact and keeps what the sub-clusters are for:
 
   with m the cluster's marginal likelihood (parameters integrated out), and a
   merge's is its inverse. The target is p(c | X, alpha); the explicit parameters
-  of step 1 are redrawn from their conditional at the start of every sweep.
+  of step 1 are redrawn from their conditional at the start of every sweep;
+* a merge's ratio is R q(A, B) with q(A, B) <= 1, so it draws its uniform first
+  and, where log u >= log R, is rejected without its launch: most merges the
+  chain proposes join clusters that the data keep apart, and end there.
 
 Singletons
 ----------
