@@ -58,7 +58,10 @@ state, which makes the move exact and keeps what the sub-clusters are for:
 
   with m the cluster's marginal likelihood (parameters integrated out), and a
   merge's is its inverse. The target is p(c | X, alpha); the explicit parameters
-  of step 1 are redrawn from their conditional at the start of every sweep.
+  of step 1 are redrawn from their conditional at the start of every sweep;
+* a merge's ratio is R q(A, B) with q(A, B) <= 1, so it draws its uniform first
+  and, where log u >= log R, is rejected without its launch: most merges the
+  chain proposes join clusters that the data keep apart, and end there.
 
 Singletons
 ----------
@@ -904,16 +907,12 @@ cdef class SubclusterChain(CollapsedChain):
             j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
             n_c = self._size(c_a) + self._size(c_b)
         m = self._launch_set(c_a, c_b, i, j)
-        # the proposed split's states (state_a, state_b), or the merged one (state_m)
+        if not split:
+            return self._launch_merge(sweep, t, c_a, c_b, i, j, m, n_c)
+        # the proposed split's states (state_a, state_b)
         log_q = self._launch(sweep, t, i, j, m, split)
-        if split:
-            n_a = <intp_t> self.state_a[STATE_COUNT]
-            n_b = <intp_t> self.state_b[STATE_COUNT]
-        else:
-            n_a = self._size(c_a)
-            n_b = self._size(c_b)
-            memcpy(self.state_a, self._state(c_a), self.W * sizeof(double))
-            memcpy(self.state_b, self._state(c_b), self.W * sizeof(double))
+        n_a = <intp_t> self.state_a[STATE_COUNT]
+        n_b = <intp_t> self.state_b[STATE_COUNT]
         log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                      - lgamma(<double> n_c)
                      + family_log_marginal(&self.f, self.state_a)
@@ -936,12 +935,37 @@ cdef class SubclusterChain(CollapsedChain):
                 if not self.side[k]:
                     self.labels[self.launch_rows[k]] = c_new
             return True
+        return False
+
+    cdef bint _launch_merge(self, uint64_t sweep, intp_t t, intp_t c_a, intp_t c_b,
+                            intp_t i, intp_t j, intp_t m, intp_t n_c) except -1 nogil:
+        """The merge of clusters c_a and c_b (i in c_a, j in c_b, the launch rows
+        S less i and j set): True if accepted.
+
+        Its Metropolis-Hastings ratio is R q(A, B), with R the ratio of the
+        posteriors and of the picks and q(A, B) <= 1 the probability that the
+        launch proposes the split back. The uniform is drawn first: where log u
+        >= log R the merge is rejected whatever q, and its launch (two scans of S
+        by default) is not run. Most merges the chain proposes join clusters
+        that the data keep apart, and end there."""
+        cdef intp_t K = self.slots.n_active, k, n
+        cdef intp_t n_a = self._size(c_a), n_b = self._size(c_b)
+        cdef double log_u = log(uniform(self.rng)), log_ratio
         self.n_merge += 1
+        # the merged state, from S's rows in block order as every state
+        n = self._side_rows(i, j, m, NULL, 0, 0)
+        self._state_of(self.state_m, self.side_members, n)
         # pick the split back (K - 1 clusters) / pick this merge (K clusters,
         # the partner uniform among the K - 1 others)
-        log_select = log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b)
-        log_ratio = family_log_marginal(&self.f, self.state_m) - log_ratio + log_q + log_select
-        if log(uniform(self.rng)) >= log_ratio:
+        log_ratio = (family_log_marginal(&self.f, self.state_m)
+                     - family_log_marginal(&self.f, self._state(c_a))
+                     - family_log_marginal(&self.f, self._state(c_b))
+                     - log(self.alpha) - lgamma(<double> n_a) - lgamma(<double> n_b)
+                     + lgamma(<double> n_c)
+                     + log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b))
+        if log_u >= log_ratio:
+            return False
+        if log_u >= log_ratio + self._launch(sweep, t, i, j, m, False):
             return False
         self.n_merge_accepted += 1
         memcpy(self._state(c_a), self.state_m, self.W * sizeof(double))
@@ -1160,7 +1184,7 @@ cdef class SubclusterChain(CollapsedChain):
         reads them), and on exit the proposed allocation (a split) or still the
         current one (a merge), whose log-probability under the last scan is
         returned; ``state_a`` and ``state_b`` hold the proposed split's states (a
-        split), ``state_m`` the merged one (a merge). Everything random here is a
+        split; scratch for a merge). Everything random here is a
         function of (i, j, S) and fresh draws keyed by the rows, the same for a
         split and a merge.
 
@@ -1171,7 +1195,7 @@ cdef class SubclusterChain(CollapsedChain):
         only; only the last scan's allocation is proposed, and it covers every
         row.
         """
-        cdef intp_t k, s, n, P = self.P
+        cdef intp_t k, s, P = self.P
         cdef double log_q = 0.0
         cdef double rate = min(1.0, self.launch_sample_rows / (m + 1.0))
         cdef void* context = self.f.segments.context
@@ -1202,12 +1226,9 @@ cdef class SubclusterChain(CollapsedChain):
                 self.side[k] = self.proposed[k] & SIDE
         if split:
             self._pair_states(i, j, m, self.side, 1, 0, SIDE)
-        elif self.remote is None:
-            n = self._side_rows(i, j, m, NULL, 0, 0)
-            self._state_of(self.state_m, self.side_members, n)
-        else:
-            with gil:
-                self._states_from_scan(self.state_m, NULL)
+        elif self.remote is not None:
+            with gil:   # the merged state was built before the launch (_launch_merge)
+                self.scan_moments = None
         return log_q
 
     # -- Python interface ------------------------------------------------------------
