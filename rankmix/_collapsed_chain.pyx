@@ -464,7 +464,8 @@ cdef class CollapsedChain:
             k = self.members[r]
             if self.labels[k] == c_small:
                 family_add(&self.f, self.state_m, k)
-        log_ratio = family_log_marginal(&self.f, self.state_m) - self._pair_log_ratio(s_i, s_j)
+        log_ratio = (family_log_marginal(&self.f, self.state_m)
+                     - self._pair_log_ratio(s_i, s_j))
         if log_u >= log_ratio:
             return 0
         if log_u >= log_ratio + self._sams_pass(i, j, m, ci, False):

@@ -157,11 +157,11 @@ cdef enum:
 
 # The moments a launch scan of rows held elsewhere sends back (``rows_scan``): the
 # sides' sampled rows (for the next scan), all their rows (a split's proposal), or
-# all of S as one cluster (a merge's).
+# none (a merge's last scan: its merged state is built before its launch).
 cdef enum:
     MOMENTS_SAMPLED = 0
     MOMENTS_SIDES = 1
-    MOMENTS_MERGED = 2
+    MOMENTS_NONE = 2
 
 
 # -- the row kernels, shared by the chain and by the blocks of rows on workers -------
@@ -883,7 +883,7 @@ cdef class SubclusterChain(CollapsedChain):
         ``members`` must hold the points of each slot (``_group_members``).
         """
         cdef intp_t K = self.slots.n_active, c, c_a, c_b, i, j, r, k, m, n_c
-        cdef intp_t n_a, n_b, n, c_new
+        cdef intp_t n_a, n_b, c_new
         cdef bint split = uniform(self.rng) < 0.5
         cdef double log_q, log_ratio, log_select
         if split:
@@ -910,32 +910,30 @@ cdef class SubclusterChain(CollapsedChain):
         if not split:
             return self._launch_merge(sweep, t, c_a, c_b, i, j, m, n_c)
         # the proposed split's states (state_a, state_b)
-        log_q = self._launch(sweep, t, i, j, m, split)
+        log_q = self._launch(sweep, t, i, j, m, True)
         n_a = <intp_t> self.state_a[STATE_COUNT]
         n_b = <intp_t> self.state_b[STATE_COUNT]
+        self.n_split += 1
+        # pick the merge back / pick this split: K -> K + 1 clusters, the partner
+        # uniform among the K others
+        log_select = split_select_log_ratio(K, n_a, n_b) - log(<double> K)
         log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                      - lgamma(<double> n_c)
                      + family_log_marginal(&self.f, self.state_a)
                      + family_log_marginal(&self.f, self.state_b))
-        if split:
-            self.n_split += 1
-            # pick the merge back / pick this split: K -> K + 1 clusters, the
-            # partner uniform among the K others
-            log_select = split_select_log_ratio(K, n_a, n_b) - log(<double> K)
-            log_ratio += (log_select - log_q
-                          - family_log_marginal(&self.f, self._state(c_a)))
-            if log(uniform(self.rng)) >= log_ratio:
-                return False
-            self.n_split_accepted += 1
-            c_new = self._open_slot()
-            memcpy(self._state(c_a), self.state_a, self.W * sizeof(double))
-            memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
-            self.labels[j] = c_new
-            for k in range(m):
-                if not self.side[k]:
-                    self.labels[self.launch_rows[k]] = c_new
-            return True
-        return False
+        log_ratio += (log_select - log_q
+                      - family_log_marginal(&self.f, self._state(c_a)))
+        if log(uniform(self.rng)) >= log_ratio:
+            return False
+        self.n_split_accepted += 1
+        c_new = self._open_slot()
+        memcpy(self._state(c_a), self.state_a, self.W * sizeof(double))
+        memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
+        self.labels[j] = c_new
+        for k in range(m):
+            if not self.side[k]:
+                self.labels[self.launch_rows[k]] = c_new
+        return True
 
     cdef bint _launch_merge(self, uint64_t sweep, intp_t t, intp_t c_a, intp_t c_b,
                             intp_t i, intp_t j, intp_t m, intp_t n_c) except -1 nogil:
@@ -1120,11 +1118,11 @@ cdef class SubclusterChain(CollapsedChain):
         return 0
 
     cdef int _states_from_scan(self, double* first, double* second) except -1:
-        """States from the moments of the last scan (``second`` NULL: one group)."""
+        """The two sides' states from the moments of the last scan."""
         moments = np.ascontiguousarray(self.scan_moments, dtype=np.float64)
         self.scan_moments = None
         if (self._state_from_partials(moments, 0, first) < 0
-                or (second != NULL and self._state_from_partials(moments, 1, second) < 0)):
+                or self._state_from_partials(moments, 1, second) < 0):
             with nogil:
                 self._fail()
         return 0
@@ -1216,7 +1214,7 @@ cdef class SubclusterChain(CollapsedChain):
             evaluate = last and not split
             self._scan(sweep, purpose + s, m, i, j, rate, evaluate,
                        MOMENTS_SAMPLED if not last else
-                       (MOMENTS_MERGED if evaluate else MOMENTS_SIDES))
+                       (MOMENTS_NONE if evaluate else MOMENTS_SIDES))
             if not last:
                 self._pair_states(i, j, m, self.proposed, SAMPLED | 1, SAMPLED,
                                   SAMPLED | SIDE)
@@ -1227,7 +1225,7 @@ cdef class SubclusterChain(CollapsedChain):
         if split:
             self._pair_states(i, j, m, self.side, 1, 0, SIDE)
         elif self.remote is not None:
-            with gil:   # the merged state was built before the launch (_launch_merge)
+            with gil:   # a merge's last scan sends no moments (MOMENTS_NONE)
                 self.scan_moments = None
         return log_q
 
@@ -1350,9 +1348,9 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
     """A launch scan (``scan_rows``) over the given rows (global) of the family's
     rows: (allocations, log-probabilities, block moments). The allocations and
     log-probabilities are one per row; the moments are those the launch needs next
-    (``moments``): of the sides' sampled rows with i and j (``MOMENTS_SAMPLED``), of
-    the sides' rows with i and j (``MOMENTS_SIDES``), or of all the rows with i and j
-    as one group (``MOMENTS_MERGED``), from the rows of this block of rows."""
+    (``moments``): of the sides' sampled rows with i and j (``MOMENTS_SAMPLED``) or
+    of the sides' rows with i and j (``MOMENTS_SIDES``), from the rows of this block
+    of rows; none (an empty table) with ``MOMENTS_NONE``."""
     cdef const intp_t[::1] rows_ = np.ascontiguousarray(rows, dtype=np.intp)
     cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
     cdef const double[::1] a = np.ascontiguousarray(theta_a, dtype=np.float64)
@@ -1374,20 +1372,18 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
                       <const char*> &sides_[0],
                       <char*> &proposed[0], &log_q[0], &scratch[0], n_threads)
     allocation = np.asarray(proposed)[:m]
+    if moments == MOMENTS_NONE:
+        return allocation, np.asarray(log_q)[:m], np.empty((0, 2, family.c.moments_width))
     # the groups of the moments: 0 for i's side, 1 for j's, -1 for no group
-    if moments == MOMENTS_MERGED:
-        groups = np.zeros(m, dtype=np.intp)
-    else:
-        groups = np.where(allocation & SIDE, 0, 1)
-        if moments == MOMENTS_SAMPLED:
-            groups[(allocation & SAMPLED) == 0] = -1
+    groups = np.where(allocation & SIDE, 0, 1)
+    if moments == MOMENTS_SAMPLED:
+        groups[(allocation & SAMPLED) == 0] = -1
     # i and j join their groups where this block of rows holds them
     anchor_rows, anchor_groups = [], []
-    for row, group in ((i, 0), (j, 0 if moments == MOMENTS_MERGED else 1)):
+    for row, group in ((i, 0), (j, 1)):
         if offset <= row < offset + family.n_points:
             anchor_rows.append(row)
             anchor_groups.append(group)
     return allocation, np.asarray(log_q)[:m], rows_moments(
         family, offset, np.r_[np.asarray(rows_), anchor_rows].astype(np.intp),
-        np.r_[groups, anchor_groups].astype(np.intp),
-        1 if moments == MOMENTS_MERGED else 2, row_block)
+        np.r_[groups, anchor_groups].astype(np.intp), 2, row_block)
