@@ -130,14 +130,13 @@ def summary(rows):
 
 def paired_difference(ours, theirs, key):
     """Mean over the repeats of ours - theirs (same data set) for ``key``, and
-    its 95% t-interval; None for fewer than two repeats."""
-    differences = np.array([a[key] - b[key] for a, b in zip(ours, theirs)])
-    if len(differences) < 2:
+    its 95% t-interval (the paired t-test's); None for fewer than two repeats."""
+    if len(ours) < 2:
         return None
-    half = (stats.t.ppf(0.975, len(differences) - 1)
-            * differences.std(ddof=1) / np.sqrt(len(differences)))
-    mean = differences.mean()
-    return mean, mean - half, mean + half
+    mine = np.array([row[key] for row in ours])
+    other = np.array([row[key] for row in theirs])
+    interval = stats.ttest_rel(mine, other).confidence_interval(0.95)
+    return float(np.mean(mine - other)), interval.low, interval.high
 
 
 def section_dpmm(args):
