@@ -13,9 +13,16 @@ here as plain C so that it runs without the GIL and without any shared state.
 
 Each call returns four independent 64-bit words; ``philox_uniform`` turns one into
 a double on [0, 1) the way NumPy does (the top 53 bits).
+
+Where a step needs an open-ended number of draws keyed by its own counter (a
+cluster's parameter update, a split-merge launch's parameters), a
+``CounterStream`` serves them through a NumPy ``bitgen_t``, so that NumPy's own
+samplers (gamma, normal, beta) read it: the words of (c0, c1, c2, 0), then of
+(c0, c1, c2, 1), and so on.
 """
 
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
+from numpy.random cimport bitgen_t
 
 cdef extern from *:
     """
@@ -81,3 +88,51 @@ cdef inline void philox_uniforms(
     out[1] = philox_uniform(words[1])
     out[2] = philox_uniform(words[2])
     out[3] = philox_uniform(words[3])
+
+
+cdef struct CounterStream:
+    # the words of Philox(counter, key), counter[3] counting the blocks drawn
+    uint64_t key[2]
+    uint64_t counter[4]
+    uint64_t words[4]
+    int next_word          # the next unread word of ``words`` (4: none left)
+    bitgen_t bitgen        # its state is the stream itself
+
+
+cdef inline uint64_t _counter_stream_next64(void* state) noexcept nogil:
+    cdef CounterStream* s = <CounterStream*> state
+    if s.next_word == 4:
+        philox4x64_10(s.counter, s.key, s.words)
+        s.counter[3] += 1
+        s.next_word = 0
+    s.next_word += 1
+    return s.words[s.next_word - 1]
+
+
+cdef inline uint32_t _counter_stream_next32(void* state) noexcept nogil:
+    return <uint32_t> (_counter_stream_next64(state) >> 32)
+
+
+cdef inline double _counter_stream_next_double(void* state) noexcept nogil:
+    return philox_uniform(_counter_stream_next64(state))
+
+
+cdef inline bitgen_t* counter_stream_start(
+        CounterStream* s, const uint64_t* key, uint64_t c0, uint64_t c1,
+        uint64_t c2) noexcept nogil:
+    """Point ``s`` at the stream of counters (c0, c1, c2, n) under ``key``, n from 0,
+    and return its bit generator. ``s`` must not move while the generator is used
+    (the generator's state points at it)."""
+    s.key[0] = key[0]
+    s.key[1] = key[1]
+    s.counter[0] = c0
+    s.counter[1] = c1
+    s.counter[2] = c2
+    s.counter[3] = 0
+    s.next_word = 4
+    s.bitgen.state = s
+    s.bitgen.next_uint64 = _counter_stream_next64
+    s.bitgen.next_uint32 = _counter_stream_next32
+    s.bitgen.next_double = _counter_stream_next_double
+    s.bitgen.next_raw = _counter_stream_next64
+    return &s.bitgen

@@ -42,7 +42,7 @@ import numpy as np
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, exp, expm1, lgamma, log
-from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -61,7 +61,7 @@ from ._dp_prior cimport (
     crp_log_normaliser, escobar_west, gamma_log_density, split_merge_others,
     split_select_log_ratio,
 )
-from ._counter_rng cimport philox4x64_10, philox_uniform
+from ._counter_rng cimport CounterStream, counter_stream_start
 from ._mallows_rows cimport (
     code_total_rows, density_rows, gm_log_density, label_rows, label_scratch_stride,
     threads_for,
@@ -146,46 +146,7 @@ cdef struct ClusterWork:
     double* stage_n      # (T,)
     # a counter-based stream (Philox, as the rows'): the draws of a cluster's
     # update depend on (key, slot, round) alone, not on the thread that runs it
-    uint64_t key[2]
-    uint64_t counter[4]
-    uint64_t words[4]
-    intp_t next_word
-    bitgen_t bitgen
-
-
-cdef uint64_t _stream_next64(void* state) noexcept nogil:
-    cdef ClusterWork* w = <ClusterWork*> state
-    if w.next_word == 4:
-        philox4x64_10(w.counter, w.key, w.words)
-        w.counter[3] += 1
-        w.next_word = 0
-    w.next_word += 1
-    return w.words[w.next_word - 1]
-
-
-cdef uint32_t _stream_next32(void* state) noexcept nogil:
-    return <uint32_t> (_stream_next64(state) >> 32)
-
-
-cdef double _stream_next_double(void* state) noexcept nogil:
-    return philox_uniform(_stream_next64(state))
-
-
-cdef void stream_start(ClusterWork* w, const uint64_t* key, uint64_t slot,
-                       uint64_t round) noexcept nogil:
-    """Point ``w.bitgen`` at the stream of (slot, round) under ``key``."""
-    w.key[0] = key[0]
-    w.key[1] = key[1]
-    w.counter[0] = slot
-    w.counter[1] = round
-    w.counter[2] = PURPOSE_PARAMETERS
-    w.counter[3] = 0
-    w.next_word = 4
-    w.bitgen.state = w
-    w.bitgen.next_uint64 = _stream_next64
-    w.bitgen.next_uint32 = _stream_next32
-    w.bitgen.next_double = _stream_next_double
-    w.bitgen.next_raw = _stream_next64
+    CounterStream stream
 
 
 cdef int work_allocate(ClusterWork* w, intp_t n, intp_t T) except -1 nogil:
@@ -1110,6 +1071,7 @@ cdef class MallowsChain:
         cdef intp_t a, c, j, tid, K = self.slots.n_active
         cdef int n_threads
         cdef Statistics* given = NULL
+        cdef bitgen_t* stream
         if self.remote is None:   # (a remote chain's statistics come grouped)
             self._group_members()
         if self.subcluster:
@@ -1132,8 +1094,9 @@ cdef class MallowsChain:
                 for a in prange(K, schedule="dynamic", num_threads=n_threads):
                     tid = threadid()
                     c = self.slots.active[a]
-                    stream_start(&self.works[tid], self.key, c, self.param_round)
-                    self._update_cluster(c, &self.works[tid], &self.works[tid].bitgen,
+                    stream = counter_stream_start(&self.works[tid].stream, self.key, c,
+                                                  self.param_round, PURPOSE_PARAMETERS)
+                    self._update_cluster(c, &self.works[tid], stream,
                                          NULL if given == NULL else &given[a])
             finally:
                 free(given)
