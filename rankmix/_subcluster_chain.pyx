@@ -47,7 +47,9 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   (in parallel) with probability proportional to n_A f(x | theta_A) or
   n_B f(x | theta_B): a stochastic 2-means seeded at i and j. The launch
   depends only on (i, j, S) and fresh random numbers, so it is the same in both
-  directions of the move;
+  directions of the move. Those numbers are keyed by (sweep, proposal): the rows'
+  by their Philox counters, the sides' parameters by a stream of their own
+  (``CounterStream``), so a launch takes nothing from the chain's stream;
 * the last scan's allocation is the proposal: a split draws it, with probability
   q(A, B) = the product of the chosen sides' probabilities; a merge computes the
   q(A, B) of the current pair of clusters;
@@ -61,7 +63,10 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   of step 1 are redrawn from their conditional at the start of every sweep;
 * a merge's ratio is R q(A, B) with q(A, B) <= 1, so it draws its uniform first
   and, where log u >= log R, is rejected without its launch: most merges the
-  chain proposes join clusters that the data keep apart, and end there.
+  chain proposes join clusters that the data keep apart, and end there. Since a
+  launch draws nothing from the chain's stream, skipping one changes no other
+  draw: the chain is the same, draw for draw, as one that runs every launch
+  (``launch_every_merge``, tested).
 
 Singletons
 ----------
@@ -108,8 +113,10 @@ from libc.math cimport INFINITY, lgamma, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove
+from numpy.random cimport bitgen_t
 
 from ._collapsed_chain cimport CollapsedChain
+from ._counter_rng cimport CounterStream, counter_stream_start
 from ._collapsed_chain import CollapsedChain as _CollapsedChain
 from ._dp_prior cimport escobar_west, split_select_log_ratio
 from ._family cimport (
@@ -147,6 +154,9 @@ cdef uint64_t START_SWEEP = 0xFFFFFFFFFFFFFFFF
 # Singleton proposals per split-merge proposal: each costs K collapsed
 # predictives, about what a launch spends on K rows.
 cdef intp_t SINGLETON_MOVES = 10
+# The counter of a launch's parameter stream: (proposal, sweep,
+# PURPOSE_LAUNCH_PARAMETERS, draw), a purpose no row's counter uses.
+cdef uint64_t PURPOSE_LAUNCH_PARAMETERS = 0x1A0C4A9A00000000
 
 # The bits of a launch row's allocation (``proposed``): its side (1 for i's), not
 # yet allocated (the first scan), and in the sample of the next scan.
@@ -443,6 +453,10 @@ cdef class SubclusterChain(CollapsedChain):
     cdef ConjugateFamily row_table
     cdef intp_t n_proposals, n_launch
     cdef double launch_sample_rows
+    cdef CounterStream launch_stream # the sides' parameter draws of a launch
+    # (tests) run the launch of every merge, also where the ratio before it
+    # rejects the merge: the draws are the same either way
+    cdef public bint launch_every_merge
     cdef double* params              # (capacity, P)
     cdef double* log_pi              # (capacity,) unnormalised log weights
     cdef double* anchor_priority     # (capacity,)
@@ -962,6 +976,8 @@ cdef class SubclusterChain(CollapsedChain):
                      + lgamma(<double> n_c)
                      + log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b))
         if log_u >= log_ratio:
+            if self.launch_every_merge:
+                self._launch(sweep, t, i, j, m, False)
             return False
         if log_u >= log_ratio + self._launch(sweep, t, i, j, m, False):
             return False
@@ -1191,7 +1207,8 @@ cdef class SubclusterChain(CollapsedChain):
         that a launch over a large S costs its parallel allocations, not
         sequential rebuilds, and the scans before the last weigh those rows
         only; only the last scan's allocation is proposed, and it covers every
-        row.
+        row. The parameters come from the launch's own stream, keyed by (t,
+        sweep): a launch leaves the chain's stream as it found it.
         """
         cdef intp_t k, s, P = self.P
         cdef double log_q = 0.0
@@ -1199,14 +1216,16 @@ cdef class SubclusterChain(CollapsedChain):
         cdef void* context = self.f.segments.context
         cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
         cdef bint last, evaluate
+        cdef bitgen_t* stream = counter_stream_start(
+            &self.launch_stream, self.key, <uint64_t> t, sweep, PURPOSE_LAUNCH_PARAMETERS)
         # the first scan's sides are i and j alone
         for k in range(m):
             self.proposed[k] = UNALLOCATED
         self._pair_states(i, j, m, self.proposed, SAMPLED | 1, SAMPLED, SAMPLED | SIDE)
         for s in range(1, self.n_launch + 1):
             # the sides' parameters given the sampled rows of the allocation so far
-            if (self.f.draw_params(context, self.state_a, self.rng, self.side_params) < 0
-                    or self.f.draw_params(context, self.state_b, self.rng,
+            if (self.f.draw_params(context, self.state_a, stream, self.side_params) < 0
+                    or self.f.draw_params(context, self.state_b, stream,
                                           self.side_params + P) < 0):
                 self._fail()
             last = s == self.n_launch

@@ -307,6 +307,31 @@ def test_a_launch_from_sampled_rows_keeps_the_chain_exact():
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
 
 
+def test_a_merge_rejected_before_its_launch_changes_no_other_draw():
+    # a merge draws its uniform first and skips its launch where the ratio
+    # before it already rejects; the launch's parameters come from a stream of
+    # its own, keyed by (sweep, proposal), so the chain draws exactly what it
+    # draws when every merge runs its launch
+    from tests.test_gaussian import prior_args
+
+    X, _ = _blobs(600, 2, 4, seed=2)
+    chains = []
+    for every in (False, True):
+        family = NIWModel(*prior_args("full", 2), True, len(X)).family(X)
+        chain = SubclusterChain(family, 1.0, 5, None, 1, np.random.PCG64(7))
+        chain.launch_every_merge = every
+        chain.sweep(30)
+        chains.append(chain)
+    assert_array_equal(chains[0].snapshot()[0], chains[1].snapshot()[0])
+    assert chains[0].log_joint == chains[1].log_joint
+    assert chains[0].split_merge_counts == chains[1].split_merge_counts
+    # the clusters split apart, and most merges were rejected (the four blobs
+    # keep apart: before their launch)
+    counts = chains[0].split_merge_counts
+    assert chains[0].n_clusters >= 4
+    assert counts["merge_proposed"] > counts["merge_accepted"] + 20
+
+
 def test_a_warm_start_continues_the_chain():
     # the rows' counters are the chain's sweeps since its start, so two warm fits
     # of 10 sweeps give the draws of one fit of 20
