@@ -116,8 +116,8 @@ from libc.string cimport memcpy, memmove
 from numpy.random cimport bitgen_t
 
 from ._collapsed_chain cimport CollapsedChain
-from ._counter_rng cimport CounterStream, counter_stream_start
 from ._collapsed_chain import CollapsedChain as _CollapsedChain
+from ._counter_rng cimport CounterStream, counter_stream_start
 from ._dp_prior cimport escobar_west, split_select_log_ratio
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
@@ -453,7 +453,7 @@ cdef class SubclusterChain(CollapsedChain):
     cdef ConjugateFamily row_table
     cdef intp_t n_proposals, n_launch
     cdef double launch_sample_rows
-    cdef CounterStream launch_stream # the sides' parameter draws of a launch
+    cdef CounterStream launch_stream  # the sides' parameter draws of a launch
     # (tests) run the launch of every merge, also where the ratio before it
     # rejects the merge: the draws are the same either way
     cdef public bint launch_every_merge
