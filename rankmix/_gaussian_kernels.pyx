@@ -82,6 +82,7 @@ from ._family cimport (
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
+from ._simd cimport add1, add4, add_scaled_difference, rotate
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -110,7 +111,7 @@ cdef int chol_update(
         intp_t d,
 ) noexcept nogil:
     """L L^T + v v^T, in place, by Givens rotations (LINPACK dchud). Returns 0."""
-    cdef intp_t k, i
+    cdef intp_t k
     cdef double r, c, s, lkk
     cdef double* col
     for k in range(d):
@@ -120,9 +121,7 @@ cdef int chol_update(
         c = r / lkk
         s = v[k] / lkk
         col[k] = r
-        for i in range(k + 1, d):
-            col[i] = (col[i] + s * v[i]) / c
-            v[i] = c * v[i] - s * col[i]
+        rotate(d - k - 1, col + k + 1, v + k + 1, c, s, s)
     return 0
 
 
@@ -136,7 +135,7 @@ cdef int chol_downdate(
     Returns -1, leaving L unusable, if the result is not numerically positive
     definite; the caller then refactorises from the data.
     """
-    cdef intp_t k, i
+    cdef intp_t k
     cdef double r2, r, c, s, lkk
     cdef double* col
     for k in range(d):
@@ -150,9 +149,7 @@ cdef int chol_downdate(
         c = r / lkk
         s = v[k] / lkk
         col[k] = r
-        for i in range(k + 1, d):
-            col[i] = (col[i] - s * v[i]) / c
-            v[i] = c * v[i] - s * col[i]
+        rotate(d - k - 1, col + k + 1, v + k + 1, c, -s, s)
     return 0
 
 
@@ -412,7 +409,7 @@ cdef void add_scatter(
 ) noexcept nogil:
     """out += sum_i (x_i - xbar)(x_i - xbar)^T, a row at a time: entries (k, j),
     k >= j, at j * d + k (full), the diagonal (diag)."""
-    cdef intp_t i, j, k, d = p.d
+    cdef intp_t i, j, d = p.d
     cdef const double* x
     cdef double yj
     for i in range(n):
@@ -420,8 +417,7 @@ cdef void add_scatter(
         for j in range(d):
             yj = x[j] - xbar[j]
             if p.full:
-                for k in range(j, d):
-                    out[j * d + k] += yj * (x[k] - xbar[k])
+                add_scaled_difference(d - j, out + j * d + j, x + j, xbar + j, yj)
             else:
                 out[j] += yj * yj
 
@@ -583,8 +579,7 @@ cdef double state_log_kernel(
             z = work[k] * inv[k]
             q += z * z
             col = scale + k * d
-            for j in range(k + 1, d):
-                work[j] -= col[j] * z
+            add1(d - k - 1, work + k + 1, col + k + 1, -z)   # work[j] -= col[j] z
         return -half_power * log1p(coef * q)
     # diag: a product of d one-dimensional Student-t terms, one log for all of them
     for j in range(d):
@@ -930,7 +925,7 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
     cdef const double *r2
     cdef const double *r3
     cdef double* z = work
-    cdef double q = 0.0, y, y0, y1, y2, y3, t
+    cdef double q = 0.0, y, y0, y1, y2, y3
     if not c.p.full:
         for j in range(d):
             y = (x[j] - mu[j]) * C[j]
@@ -950,13 +945,7 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
         r1 = r0 + d
         r2 = r1 + d
         r3 = r2 + d
-        for k in range(j + 1):
-            t = z[k]
-            t = t + r0[k] * y0
-            t = t + r1[k] * y1
-            t = t + r2[k] * y2
-            t = t + r3[k] * y3
-            z[k] = t
+        add4(j + 1, z, r0, r1, r2, r3, y0, y1, y2, y3)
         # the triangle's corner: z[j + 1 .. j + 3] from rows j + 1 .. j + 3
         z[j + 1] = z[j + 1] + r1[j + 1] * y1 + r2[j + 1] * y2 + r3[j + 1] * y3
         z[j + 2] = z[j + 2] + r2[j + 2] * y2 + r3[j + 2] * y3
@@ -965,8 +954,7 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
     while j < d:
         y0 = x[j] - mu[j]
         r0 = C + j * d
-        for k in range(j + 1):
-            z[k] = z[k] + r0[k] * y0
+        add1(j + 1, z, r0, y0)
         j += 1
     for k in range(d):
         q += z[k] * z[k]
@@ -1407,3 +1395,27 @@ def _log_product_wrapper(values, intp_t stride=1):
     if v.shape[0] == 0 or (v.shape[0] - 1) % stride:
         raise ValueError("values must hold n * stride - stride + 1 entries")
     return log_product(&v[0], (v.shape[0] - 1) // stride + 1, stride)
+
+
+def _simd_loops_wrapper(z, rows, ys, x, m, double c, double s_col, double s):
+    """The loops of ``_simd`` on copies of the arrays (for tests): ``add4(z, rows,
+    ys)``, ``add1(z, rows[0], ys[0])``, ``add_scaled_difference(z, x, m, ys[0])``
+    and ``rotate(z, x, c, s_col, s)``'s two outputs."""
+    cdef double[::1] z4 = np.array(z, dtype=np.float64)
+    cdef double[::1] z1 = np.array(z, dtype=np.float64)
+    cdef double[::1] zd = np.array(z, dtype=np.float64)
+    cdef double[::1] col = np.array(z, dtype=np.float64)
+    cdef double[::1] v = np.array(x, dtype=np.float64)
+    cdef const double[:, ::1] r = np.ascontiguousarray(rows, dtype=np.float64)
+    cdef const double[::1] y = np.ascontiguousarray(ys, dtype=np.float64)
+    cdef const double[::1] x_ = np.ascontiguousarray(x, dtype=np.float64)
+    cdef const double[::1] m_ = np.ascontiguousarray(m, dtype=np.float64)
+    cdef intp_t n = z4.shape[0]
+    if (r.shape[0] != 4 or r.shape[1] != n or y.shape[0] != 4 or x_.shape[0] != n
+            or m_.shape[0] != n or n == 0):
+        raise ValueError("rows must be (4, n), ys (4,), z, x and m (n,), n > 0")
+    add4(n, &z4[0], &r[0, 0], &r[1, 0], &r[2, 0], &r[3, 0], y[0], y[1], y[2], y[3])
+    add1(n, &z1[0], &r[0, 0], y[0])
+    add_scaled_difference(n, &zd[0], &x_[0], &m_[0], y[0])
+    rotate(n, &col[0], &v[0], c, s_col, s)
+    return np.asarray(z4), np.asarray(z1), np.asarray(zd), np.asarray(col), np.asarray(v)

@@ -25,6 +25,7 @@ from rankmix._gaussian_kernels import (
     _chol_update_wrapper,
     _cholesky_wrapper,
     _log_product_wrapper,
+    _simd_loops_wrapper,
     student_t_log_density,
 )
 
@@ -55,7 +56,7 @@ TINY_X1 = TINY_X2[:, :1] + TINY_X2[:, 1:]
 # -- kernels ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("d", [1, 2, 5])
+@pytest.mark.parametrize("d", [1, 2, 5, 40])
 def test_cholesky_update_and_downdate_match_numpy(d):
     rng = np.random.default_rng(d)
     A = random_spd(rng, d)
@@ -73,6 +74,29 @@ def test_cholesky_update_and_downdate_match_numpy(d):
         atol=1e-12,
     )
     assert_allclose(_cholesky_wrapper(A), L, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 7, 64, 81])
+def test_simd_loops_round_as_numpys_separate_multiplies_and_adds(n):
+    # the innermost loops of the full-covariance kernels (rankmix/_simd.pxd),
+    # compiled for AVX2 and for the baseline, must round each product and each
+    # sum apart, in the written order, as NumPy does: a fused multiply-add, or
+    # sums reordered across vector lanes, would make the draws depend on the
+    # machine
+    rng = np.random.default_rng(n)
+    z, x, m = rng.normal(size=(3, n))
+    rows, ys = rng.normal(size=(4, n)), rng.normal(size=4)
+    c, s = 1.3, 0.4
+    z4, z1, zd, col, v = _simd_loops_wrapper(z, rows, ys, x, m, c, -s, s)
+    expected = z.copy()
+    for r, y in zip(rows, ys):
+        expected = expected + r * y
+    assert_array_equal(z4, expected)
+    assert_array_equal(z1, z + rows[0] * ys[0])
+    assert_array_equal(zd, z + ys[0] * (x - m))
+    expected_col = (z + (-s) * x) / c
+    assert_array_equal(col, expected_col)
+    assert_array_equal(v, c * x - s * expected_col)
 
 
 def test_log_product_is_the_sum_of_logs_without_overflow():

@@ -1,0 +1,87 @@
+# Authors: The rankmix developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Innermost loops compiled twice, for AVX2 and for any x86-64, the version that
+runs chosen once when the module loads.
+
+The package is compiled for the baseline of its platform (x86-64: two-lane SSE2),
+so that a build runs on any machine. These few loops carry most of the
+full-covariance Gaussian kernels' time (a row's triangular product, a
+Cholesky factor's rank-one update, a cluster's scatter), and GCC and Clang can
+compile a function for several targets and pick one at load time
+(``target_clones``, on Linux and other ELF systems; elsewhere the loops are
+compiled once, for the baseline). The AVX2 version runs four lanes instead of two.
+
+Each loop multiplies and adds elementwise, in the order written here, with no
+fused multiply-add (AVX2 does not enable FMA): every version gives the same
+doubles to the last bit, so the draws do not depend on the machine's vector
+width, as they do not on the number of threads (``tests/test_gaussian.py``
+checks the kernels against NumPy).
+"""
+
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #if defined(__x86_64__) && defined(__ELF__) && \\
+        ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6) || \\
+         (defined(__clang__) && __clang_major__ >= 14))
+    #define RANKMIX_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define RANKMIX_CLONES
+    #endif
+
+    /* z[k] += r0[k] y0 + r1[k] y1 + r2[k] y2 + r3[k] y3, added left to right. */
+    RANKMIX_CLONES static void rankmix_add4(
+            ptrdiff_t n, double* z, const double* r0, const double* r1,
+            const double* r2, const double* r3, double y0, double y1, double y2,
+            double y3) {
+        ptrdiff_t k;
+        double t;
+        for (k = 0; k < n; k++) {
+            t = z[k];
+            t = t + r0[k] * y0;
+            t = t + r1[k] * y1;
+            t = t + r2[k] * y2;
+            t = t + r3[k] * y3;
+            z[k] = t;
+        }
+    }
+
+    /* z[k] += r[k] y. */
+    RANKMIX_CLONES static void rankmix_add1(
+            ptrdiff_t n, double* z, const double* r, double y) {
+        ptrdiff_t k;
+        for (k = 0; k < n; k++)
+            z[k] = z[k] + r[k] * y;
+    }
+
+    /* out[k] += y (x[k] - m[k]). */
+    RANKMIX_CLONES static void rankmix_add_scaled_difference(
+            ptrdiff_t n, double* out, const double* x, const double* m, double y) {
+        ptrdiff_t k;
+        for (k = 0; k < n; k++)
+            out[k] = out[k] + y * (x[k] - m[k]);
+    }
+
+    /* One column of a Cholesky rank-one update (s_col = s) or downdate
+       (s_col = -s): col[i] = (col[i] + s_col v[i]) / c, then
+       v[i] = c v[i] - s col[i] with the new col[i]. */
+    RANKMIX_CLONES static void rankmix_rotate(
+            ptrdiff_t n, double* col, double* v, double c, double s_col, double s) {
+        ptrdiff_t i;
+        for (i = 0; i < n; i++) {
+            col[i] = (col[i] + s_col * v[i]) / c;
+            v[i] = c * v[i] - s * col[i];
+        }
+    }
+    """
+    void add4 "rankmix_add4"(
+        Py_ssize_t n, double* z, const double* r0, const double* r1, const double* r2,
+        const double* r3, double y0, double y1, double y2, double y3) noexcept nogil
+    void add1 "rankmix_add1"(
+        Py_ssize_t n, double* z, const double* r, double y) noexcept nogil
+    void add_scaled_difference "rankmix_add_scaled_difference"(
+        Py_ssize_t n, double* out, const double* x, const double* m,
+        double y) noexcept nogil
+    void rotate "rankmix_rotate"(
+        Py_ssize_t n, double* col, double* v, double c, double s_col,
+        double s) noexcept nogil
