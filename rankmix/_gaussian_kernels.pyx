@@ -82,7 +82,7 @@ from ._family cimport (
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
-from ._simd cimport add1, add4, add_scaled_difference, rotate
+from ._simd cimport add1, add4, add_scaled_difference, lower_rows, rotate
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -987,7 +987,6 @@ cdef void _niw_log_likelihood_rows(
     cdef double* y = work                  # y[j * ROWS_BLOCK + r]
     cdef double* z = work + d * ROWS_BLOCK # z[k * ROWS_BLOCK + r]
     cdef const double* x
-    cdef double cjk
     for r in range(m):
         x = c.X + (first + r if points == NULL else points[r] - first) * d
         for j in range(d):
@@ -997,11 +996,7 @@ cdef void _niw_log_likelihood_rows(
     for k in range(d):
         for r in range(m):
             z[k * ROWS_BLOCK + r] = 0.0
-    for j in range(d):
-        for k in range(j + 1):
-            cjk = C[j * d + k]
-            for r in range(m):
-                z[k * ROWS_BLOCK + r] = z[k * ROWS_BLOCK + r] + cjk * y[j * ROWS_BLOCK + r]
+    lower_rows(d, m, ROWS_BLOCK, C, y, z)
     for k in range(d):
         for r in range(m):
             out[r] += z[k * ROWS_BLOCK + r] * z[k * ROWS_BLOCK + r]

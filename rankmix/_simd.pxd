@@ -62,6 +62,21 @@ cdef extern from *:
             out[k] = out[k] + y * (x[k] - m[k]);
     }
 
+    /* z[k rb + r] += C[j d + k] y[j rb + r] for k <= j < d and r < m, j
+       ascending: C^T y for m rows at once, y and z tables of stride rb. */
+    RANKMIX_CLONES static void rankmix_lower_rows(
+            ptrdiff_t d, ptrdiff_t m, ptrdiff_t rb, const double* C, const double* y,
+            double* z) {
+        ptrdiff_t j, k, r;
+        double cjk;
+        for (j = 0; j < d; j++)
+            for (k = 0; k <= j; k++) {
+                cjk = C[j * d + k];
+                for (r = 0; r < m; r++)
+                    z[k * rb + r] = z[k * rb + r] + cjk * y[j * rb + r];
+            }
+    }
+
     /* One column of a Cholesky rank-one update (s_col = s) or downdate
        (s_col = -s): col[i] = (col[i] + s_col v[i]) / c, then
        v[i] = c v[i] - s col[i] with the new col[i]. */
@@ -82,6 +97,9 @@ cdef extern from *:
     void add_scaled_difference "rankmix_add_scaled_difference"(
         Py_ssize_t n, double* out, const double* x, const double* m,
         double y) noexcept nogil
+    void lower_rows "rankmix_lower_rows"(
+        Py_ssize_t d, Py_ssize_t m, Py_ssize_t rb, const double* C, const double* y,
+        double* z) noexcept nogil
     void rotate "rankmix_rotate"(
         Py_ssize_t n, double* col, double* v, double c, double s_col,
         double s) noexcept nogil
