@@ -1414,3 +1414,18 @@ def _simd_loops_wrapper(z, rows, ys, x, m, double c, double s_col, double s):
     add_scaled_difference(n, &zd[0], &x_[0], &m_[0], y[0])
     rotate(n, &col[0], &v[0], c, s_col, s)
     return np.asarray(z4), np.asarray(z1), np.asarray(zd), np.asarray(col), np.asarray(v)
+
+
+def _lower_rows_wrapper(C, Y):
+    """``lower_rows``: Z[k] = sum over j >= k, j ascending, of C[j, k] Y[j], for a
+    (d, d) C and a (d, m) table Y of m <= ROWS_BLOCK rows (for tests)."""
+    cdef const double[:, ::1] C_ = np.ascontiguousarray(C, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    cdef intp_t d = C_.shape[0], m = Y.shape[1] if Y.ndim == 2 else -1
+    if C_.shape[1] != d or Y.shape[0] != d or not 0 < m <= ROWS_BLOCK:
+        raise ValueError(f"C must be (d, d) and Y (d, m), 0 < m <= {ROWS_BLOCK}")
+    cdef double[:, ::1] y = np.zeros((d, ROWS_BLOCK))
+    cdef double[:, ::1] z = np.zeros((d, ROWS_BLOCK))
+    np.asarray(y)[:, :m] = Y
+    lower_rows(d, m, ROWS_BLOCK, &C_[0, 0], &y[0, 0], &z[0, 0])
+    return np.asarray(z)[:, :m].copy()

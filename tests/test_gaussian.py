@@ -25,6 +25,7 @@ from rankmix._gaussian_kernels import (
     _chol_update_wrapper,
     _cholesky_wrapper,
     _log_product_wrapper,
+    _lower_rows_wrapper,
     _simd_loops_wrapper,
     student_t_log_density,
 )
@@ -97,6 +98,13 @@ def test_simd_loops_round_as_numpys_separate_multiplies_and_adds(n):
     expected_col = (z + (-s) * x) / c
     assert_array_equal(col, expected_col)
     assert_array_equal(v, c * x - s * expected_col)
+    d = min(n, 12)
+    C, Y = rng.normal(size=(d, d)), rng.normal(size=(d, min(n, 16)))
+    expected = np.zeros_like(Y)
+    for j in range(d):
+        for k in range(j + 1):
+            expected[k] = expected[k] + C[j, k] * Y[j]
+    assert_array_equal(_lower_rows_wrapper(C, Y), expected)
 
 
 def test_log_product_is_the_sum_of_logs_without_overflow():
