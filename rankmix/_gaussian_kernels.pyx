@@ -978,7 +978,8 @@ cdef void _niw_log_likelihood_rows(
     sampler (N = 10^4, one thread, draws identical): d = 2, 2.0x faster (0.60 to
     0.30 s); d = 4, 1.6x; d = 10, 1.3x; d = 16, even; d = 24, 40 and 80, 19 to
     30% slower than the row-at-a-time kernel, whose z updates run over k in SIMD
-    lanes four rows of C at a time. Diagonal covariances gained nothing
+    lanes four rows of C at a time (measured before both kernels' inner loops
+    moved to ``_simd``). Diagonal covariances gained nothing
     (d = 2 to 4) or lost (d = 10 and 16), so they keep the row kernel too."""
     cdef NIWContext* c = <NIWContext*> context
     cdef intp_t j, k, r, d = c.d

@@ -8,7 +8,7 @@ so that a build runs on any machine. These few loops carry most of the
 full-covariance Gaussian kernels' time (a row's triangular product, a
 Cholesky factor's rank-one update, a cluster's scatter), and GCC and Clang can
 compile a function for several targets and pick one at load time
-(``target_clones``, on Linux and other ELF systems; elsewhere the loops are
+(``target_clones``, on x86-64 Linux with glibc; elsewhere the loops are
 compiled once, for the baseline). The AVX2 version runs four lanes instead of two.
 
 Each loop multiplies and adds elementwise, in the order written here, with no
@@ -21,7 +21,10 @@ checks the kernels against NumPy).
 cdef extern from *:
     """
     #include <stddef.h>
-    #if defined(__x86_64__) && defined(__ELF__) && \\
+    #include <stdlib.h>
+    /* glibc resolves the clones at load time (an ifunc); musl, macOS and
+       Windows have no ifunc, so they get one version */
+    #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \\
         ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6) || \\
          (defined(__clang__) && __clang_major__ >= 14))
     #define RANKMIX_CLONES __attribute__((target_clones("avx2", "default")))
