@@ -569,17 +569,49 @@ cdef double state_log_kernel(
     cdef const double* scale = s + p.scale_off
     cdef const double* inv = s + p.inv_off
     cdef const double* col
-    cdef double q = 0.0, z, diff, product = 1.0
+    cdef const double* c1
+    cdef const double* c2
+    cdef const double* c3
+    cdef double q = 0.0, z, z1, z2, z3, diff, product = 1.0
     if p.full:
         # Column-oriented forward substitution: u = L^{-1} (x - m), |u|^2 summed as
         # the entries come out.
         for j in range(d):
             work[j] = x[j] - mean[j]
-        for k in range(d):
+        k = 0
+        while k + 4 <= d:
+            # four columns at once: their 4 x 4 triangle column by column, then
+            # each later entry less the four columns' terms in column order (the
+            # subtractions of one column at a time, in the same order), which
+            # loads and stores work[j] once per four terms
+            col = scale + k * d
+            c1 = col + d
+            c2 = c1 + d
+            c3 = c2 + d
+            z = work[k] * inv[k]
+            q += z * z
+            work[k + 1] -= col[k + 1] * z
+            work[k + 2] -= col[k + 2] * z
+            work[k + 3] -= col[k + 3] * z
+            z1 = work[k + 1] * inv[k + 1]
+            q += z1 * z1
+            work[k + 2] -= c1[k + 2] * z1
+            work[k + 3] -= c1[k + 3] * z1
+            z2 = work[k + 2] * inv[k + 2]
+            q += z2 * z2
+            work[k + 3] -= c2[k + 3] * z2
+            z3 = work[k + 3] * inv[k + 3]
+            q += z3 * z3
+            # work[j] - col[j] z == work[j] + col[j] (-z), to the bit
+            add4(d - k - 4, work + k + 4, col + k + 4, c1 + k + 4, c2 + k + 4,
+                 c3 + k + 4, -z, -z1, -z2, -z3)
+            k += 4
+        while k < d:
             z = work[k] * inv[k]
             q += z * z
             col = scale + k * d
             add1(d - k - 1, work + k + 1, col + k + 1, -z)   # work[j] -= col[j] z
+            k += 1
         return -half_power * log1p(coef * q)
     # diag: a product of d one-dimensional Student-t terms, one log for all of them
     for j in range(d):
