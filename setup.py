@@ -45,12 +45,16 @@ COMPILER_DIRECTIVES = {
     "cdivision": True,
 }
 
+# -ffp-contract=off: no fused multiply-adds where the target has them (aarch64,
+# -march=native), so that every product is rounded before its sum, as on
+# baseline x86-64, and both versions of rankmix/_simd.pxd's loops round alike.
+# (MSVC fuses only under /fp:contract.)
 if DEBUG:
-    EXTRA_COMPILE_ARGS = ["-O0", "-g"]
+    EXTRA_COMPILE_ARGS = ["-O0", "-g", "-ffp-contract=off"]
 elif os.name == "nt":
     EXTRA_COMPILE_ARGS = ["/O2"]
 else:
-    EXTRA_COMPILE_ARGS = ["-O3"]
+    EXTRA_COMPILE_ARGS = ["-O3", "-ffp-contract=off"]
 
 
 def openmp_flags():

@@ -1455,8 +1455,8 @@ def _lower_rows_wrapper(C, Y):
     cdef const double[:, ::1] C_ = np.ascontiguousarray(C, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     cdef intp_t d = C_.shape[0], m = Y.shape[1] if Y.ndim == 2 else -1
-    if C_.shape[1] != d or Y.shape[0] != d or not 0 < m <= ROWS_BLOCK:
-        raise ValueError(f"C must be (d, d) and Y (d, m), 0 < m <= {ROWS_BLOCK}")
+    if d < 1 or C_.shape[1] != d or Y.shape[0] != d or not 0 < m <= ROWS_BLOCK:
+        raise ValueError(f"C must be (d, d) and Y (d, m), d > 0, 0 < m <= {ROWS_BLOCK}")
     cdef double[:, ::1] y = np.zeros((d, ROWS_BLOCK))
     cdef double[:, ::1] z = np.zeros((d, ROWS_BLOCK))
     np.asarray(y)[:, :m] = Y

@@ -8,24 +8,28 @@ so that a build runs on any machine. These few loops carry most of the
 full-covariance Gaussian kernels' time (a row's triangular product, a
 Cholesky factor's rank-one update, a cluster's scatter), and GCC and Clang can
 compile a function for several targets and pick one at load time
-(``target_clones``, on x86-64 Linux with glibc; elsewhere the loops are
-compiled once, for the baseline). The AVX2 version runs four lanes instead of two.
+(``target_clones``, on x86-64 Linux with glibc and GCC >= 8 or Clang >= 14;
+elsewhere the loops are compiled once, for the baseline). The AVX2 version runs four lanes instead of two.
 
 Each loop multiplies and adds elementwise, in the order written here, with no
-fused multiply-add (AVX2 does not enable FMA): every version gives the same
-doubles to the last bit, so the draws do not depend on the machine's vector
-width, as they do not on the number of threads (``tests/test_gaussian.py``
-checks the kernels against NumPy).
+fused multiply-add (AVX2 does not enable FMA, and setup.py compiles with
+``-ffp-contract=off``, so no target contracts): every version gives the same
+doubles to the last bit, so the draws do not depend on which version the
+processor selects, as they do not on the number of threads
+(``tests/test_gaussian.py`` checks the selected version of each loop against
+NumPy's separate multiplies and adds, bit for bit).
 """
 
 cdef extern from *:
     """
     #include <stddef.h>
-    #include <stdlib.h>
+    #include <stdlib.h>   /* defines __GLIBC__ where the C library is glibc */
     /* glibc resolves the clones at load time (an ifunc); musl, macOS and
-       Windows have no ifunc, so they get one version */
+       Windows have no ifunc, so they get one version. GCC 8 is the first to
+       keep a static function's clones local. */
     #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \\
-        ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6) || \\
+        !defined(__INTEL_COMPILER) && \\
+        ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \\
          (defined(__clang__) && __clang_major__ >= 14))
     #define RANKMIX_CLONES __attribute__((target_clones("avx2", "default")))
     #else

@@ -66,7 +66,7 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   chain proposes join clusters that the data keep apart, and end there. Since a
   launch draws nothing from the chain's stream, skipping one changes no other
   draw: the chain is the same, draw for draw, as one that runs every launch
-  (``launch_every_merge``, tested).
+  (``_launch_every_merge``, tested).
 
 Singletons
 ----------
@@ -455,8 +455,10 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double launch_sample_rows
     cdef CounterStream launch_stream  # the sides' parameter draws of a launch
     # (tests) run the launch of every merge, also where the ratio before it
-    # rejects the merge: the draws are the same either way
-    cdef public bint launch_every_merge
+    # rejects the merge: the draws are the same either way; and the number of
+    # merges so rejected
+    cdef public bint _launch_every_merge
+    cdef public intp_t _merges_rejected_early
     cdef double* params              # (capacity, P)
     cdef double* log_pi              # (capacity,) unnormalised log weights
     cdef double* anchor_priority     # (capacity,)
@@ -976,7 +978,8 @@ cdef class SubclusterChain(CollapsedChain):
                      + lgamma(<double> n_c)
                      + log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b))
         if log_u >= log_ratio:
-            if self.launch_every_merge:
+            self._merges_rejected_early += 1
+            if self._launch_every_merge:
                 self._launch(sweep, t, i, j, m, False)
             return False
         if log_u >= log_ratio + self._launch(sweep, t, i, j, m, False):
