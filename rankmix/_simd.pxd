@@ -36,8 +36,14 @@ cdef extern from *:
     #define RANKMIX_CLONES
     #endif
 
+    /* Each loop is written once (``_loop``, inlined wherever it is called),
+       cloned for the targets (``_wide``), and called through a dispatcher that
+       runs short loops inline: an ifunc call costs more than a few elements.
+       Every path runs the same operations in the same order. */
+    #define RANKMIX_SHORT 8
+
     /* z[k] += r0[k] y0 + r1[k] y1 + r2[k] y2 + r3[k] y3, added left to right. */
-    RANKMIX_CLONES static void rankmix_add4(
+    static inline void rankmix_add4_loop(
             ptrdiff_t n, double* z, const double* r0, const double* r1,
             const double* r2, const double* r3, double y0, double y1, double y2,
             double y3) {
@@ -52,21 +58,57 @@ cdef extern from *:
             z[k] = t;
         }
     }
+    RANKMIX_CLONES static void rankmix_add4_wide(
+            ptrdiff_t n, double* z, const double* r0, const double* r1,
+            const double* r2, const double* r3, double y0, double y1, double y2,
+            double y3) {
+        rankmix_add4_loop(n, z, r0, r1, r2, r3, y0, y1, y2, y3);
+    }
+    static inline void rankmix_add4(
+            ptrdiff_t n, double* z, const double* r0, const double* r1,
+            const double* r2, const double* r3, double y0, double y1, double y2,
+            double y3) {
+        if (n < RANKMIX_SHORT)
+            rankmix_add4_loop(n, z, r0, r1, r2, r3, y0, y1, y2, y3);
+        else
+            rankmix_add4_wide(n, z, r0, r1, r2, r3, y0, y1, y2, y3);
+    }
 
     /* z[k] += r[k] y. */
-    RANKMIX_CLONES static void rankmix_add1(
+    static inline void rankmix_add1_loop(
             ptrdiff_t n, double* z, const double* r, double y) {
         ptrdiff_t k;
         for (k = 0; k < n; k++)
             z[k] = z[k] + r[k] * y;
     }
+    RANKMIX_CLONES static void rankmix_add1_wide(
+            ptrdiff_t n, double* z, const double* r, double y) {
+        rankmix_add1_loop(n, z, r, y);
+    }
+    static inline void rankmix_add1(ptrdiff_t n, double* z, const double* r, double y) {
+        if (n < RANKMIX_SHORT)
+            rankmix_add1_loop(n, z, r, y);
+        else
+            rankmix_add1_wide(n, z, r, y);
+    }
 
     /* out[k] += y (x[k] - m[k]). */
-    RANKMIX_CLONES static void rankmix_add_scaled_difference(
+    static inline void rankmix_add_scaled_difference_loop(
             ptrdiff_t n, double* out, const double* x, const double* m, double y) {
         ptrdiff_t k;
         for (k = 0; k < n; k++)
             out[k] = out[k] + y * (x[k] - m[k]);
+    }
+    RANKMIX_CLONES static void rankmix_add_scaled_difference_wide(
+            ptrdiff_t n, double* out, const double* x, const double* m, double y) {
+        rankmix_add_scaled_difference_loop(n, out, x, m, y);
+    }
+    static inline void rankmix_add_scaled_difference(
+            ptrdiff_t n, double* out, const double* x, const double* m, double y) {
+        if (n < RANKMIX_SHORT)
+            rankmix_add_scaled_difference_loop(n, out, x, m, y);
+        else
+            rankmix_add_scaled_difference_wide(n, out, x, m, y);
     }
 
     /* z[k rb + r] += C[j d + k] y[j rb + r] for k <= j < d and r < m, j
@@ -87,13 +129,24 @@ cdef extern from *:
     /* One column of a Cholesky rank-one update (s_col = s) or downdate
        (s_col = -s): col[i] = (col[i] + s_col v[i]) / c, then
        v[i] = c v[i] - s col[i] with the new col[i]. */
-    RANKMIX_CLONES static void rankmix_rotate(
+    static inline void rankmix_rotate_loop(
             ptrdiff_t n, double* col, double* v, double c, double s_col, double s) {
         ptrdiff_t i;
         for (i = 0; i < n; i++) {
             col[i] = (col[i] + s_col * v[i]) / c;
             v[i] = c * v[i] - s * col[i];
         }
+    }
+    RANKMIX_CLONES static void rankmix_rotate_wide(
+            ptrdiff_t n, double* col, double* v, double c, double s_col, double s) {
+        rankmix_rotate_loop(n, col, v, c, s_col, s);
+    }
+    static inline void rankmix_rotate(
+            ptrdiff_t n, double* col, double* v, double c, double s_col, double s) {
+        if (n < RANKMIX_SHORT)
+            rankmix_rotate_loop(n, col, v, c, s_col, s);
+        else
+            rankmix_rotate_wide(n, col, v, c, s_col, s);
     }
     """
     void add4 "rankmix_add4"(
