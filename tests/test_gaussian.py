@@ -77,6 +77,36 @@ def test_cholesky_update_and_downdate_match_numpy(d):
     assert_allclose(_cholesky_wrapper(A), L, atol=1e-12)
 
 
+def _linpack_rank_one(L, v, down):
+    """LINPACK's dchud (dchdd if down), one column at a time, in NumPy."""
+    L, v = np.array(L, dtype=np.float64), np.array(v, dtype=np.float64)
+    for k in range(len(v)):
+        lkk = L[k, k]
+        r2 = (lkk - v[k]) * (lkk + v[k]) if down else lkk * lkk + v[k] * v[k]
+        r = np.sqrt(r2)
+        c, s = r / lkk, v[k] / lkk
+        L[k, k] = r
+        L[k + 1 :, k] = (L[k + 1 :, k] + (-s if down else s) * v[k + 1 :]) / c
+        v[k + 1 :] = c * v[k + 1 :] - s * L[k + 1 :, k]
+    return L
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 6, 9, 40, 41])
+def test_cholesky_rank_one_by_four_columns_is_linpacks_to_the_bit(d):
+    # the kernels rotate four columns at a time (the rows below a group through
+    # its four rotations in turn); every entry must see the operations of one
+    # column at a time, in the same order
+    rng = np.random.default_rng(d)
+    A = random_spd(rng, d)
+    L = np.linalg.cholesky(A)
+    v = rng.normal(size=d)
+    assert_array_equal(_chol_update_wrapper(L, v), _linpack_rank_one(L, v, False))
+    w = 0.5 * v / np.sqrt(v @ np.linalg.solve(A, v))
+    assert_array_equal(
+        _chol_update_wrapper(L, w, downdate=True), _linpack_rank_one(L, w, True)
+    )
+
+
 @pytest.mark.parametrize("n", [1, 3, 4, 7, 64, 81])
 def test_simd_loops_round_as_numpys_separate_multiplies_and_adds(n):
     # the innermost loops of the full-covariance kernels (rankmix/_simd.pxd),
