@@ -82,7 +82,7 @@ from ._family cimport (
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
-from ._simd cimport add1, add4, add_scaled_difference, lower_rows, rotate, rotate4
+from ._simd cimport add1, add4, add_scaled_difference, lower_rows, rotate
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -111,7 +111,18 @@ cdef int chol_update(
         intp_t d,
 ) noexcept nogil:
     """L L^T + v v^T, in place, by Givens rotations (LINPACK dchud). Returns 0."""
-    return chol_rank_one(L, v, d, False)
+    cdef intp_t k
+    cdef double r, c, s, lkk
+    cdef double* col
+    for k in range(d):
+        col = L + k * d
+        lkk = col[k]
+        r = sqrt(lkk * lkk + v[k] * v[k])
+        c = r / lkk
+        s = v[k] / lkk
+        col[k] = r
+        rotate(d - k - 1, col + k + 1, v + k + 1, c, s, s)
+    return 0
 
 
 cdef int chol_downdate(
@@ -124,49 +135,21 @@ cdef int chol_downdate(
     Returns -1, leaving L unusable, if the result is not numerically positive
     definite; the caller then refactorises from the data.
     """
-    return chol_rank_one(L, v, d, True)
-
-
-cdef int chol_rank_one(double* L, double* v, intp_t d, bint down) noexcept nogil:
-    """``chol_update`` (``down`` false) or ``chol_downdate`` (true).
-
-    Column k's rotation comes from its pivot (L_kk, v_k) and applies to the rows
-    below it, v_k being v as the earlier columns' rotations left it. The columns
-    go four at a time: each one's rotation, applied at once to the group's later
-    rows (whose pivots need it), then the four together to the rows below the
-    group, each row through them in column order (``rotate4``, which keeps v_i
-    in a register). Every entry sees the operations of one column at a time, in
-    the same order: the same doubles.
-    """
-    cdef intp_t k = 0, t, end
-    cdef double r2, r, lkk
-    cdef double c[4]
-    cdef double s[4]
-    cdef double s_col[4]
+    cdef intp_t k
+    cdef double r2, r, c, s, lkk
     cdef double* col
-    while k < d:
-        end = min(k + 4, d)
-        for t in range(end - k):
-            col = L + (k + t) * d
-            lkk = col[k + t]
-            if down:
-                r2 = (lkk - v[k + t]) * (lkk + v[k + t])
-                # A pivot that loses all but ~7 digits means the downdate is
-                # unreliable.
-                if not (r2 > 1e-14 * lkk * lkk):
-                    return -1
-            else:
-                r2 = lkk * lkk + v[k + t] * v[k + t]
-            r = sqrt(r2)
-            c[t] = r / lkk
-            s[t] = v[k + t] / lkk
-            s_col[t] = -s[t] if down else s[t]
-            col[k + t] = r
-            rotate(end - k - t - 1, col + k + t + 1, v + k + t + 1, c[t], s_col[t], s[t])
-        if end - k == 4:   # (a group of fewer columns ends the matrix)
-            rotate4(d - end, L + k * d + end, L + (k + 1) * d + end,
-                    L + (k + 2) * d + end, L + (k + 3) * d + end, v + end, c, s_col, s)
-        k = end
+    for k in range(d):
+        col = L + k * d
+        lkk = col[k]
+        r2 = (lkk - v[k]) * (lkk + v[k])
+        # A pivot that loses all but ~7 digits means the downdate is unreliable.
+        if not (r2 > 1e-14 * lkk * lkk):
+            return -1
+        r = sqrt(r2)
+        c = r / lkk
+        s = v[k] / lkk
+        col[k] = r
+        rotate(d - k - 1, col + k + 1, v + k + 1, c, -s, s)
     return 0
 
 

@@ -148,45 +148,6 @@ cdef extern from *:
         else
             rankmix_rotate_wide(n, col, v, c, s_col, s);
     }
-
-    /* Four columns' rotations (k, ..., k + 3) applied to the rows below them, each
-       row through the four in column order: for t = 0..3, col_t[i] = (col_t[i]
-       + s_col[t] v[i]) / c[t], then v[i] = c[t] v[i] - s[t] col_t[i], v[i] kept
-       in a register between them. */
-    static inline void rankmix_rotate4_loop(
-            ptrdiff_t n, double* col0, double* col1, double* col2, double* col3,
-            double* v, const double* c, const double* s_col, const double* s) {
-        ptrdiff_t i;
-        double vi;
-        const double c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
-        const double a0 = s_col[0], a1 = s_col[1], a2 = s_col[2], a3 = s_col[3];
-        const double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
-        for (i = 0; i < n; i++) {
-            vi = v[i];
-            col0[i] = (col0[i] + a0 * vi) / c0;
-            vi = c0 * vi - s0 * col0[i];
-            col1[i] = (col1[i] + a1 * vi) / c1;
-            vi = c1 * vi - s1 * col1[i];
-            col2[i] = (col2[i] + a2 * vi) / c2;
-            vi = c2 * vi - s2 * col2[i];
-            col3[i] = (col3[i] + a3 * vi) / c3;
-            vi = c3 * vi - s3 * col3[i];
-            v[i] = vi;
-        }
-    }
-    RANKMIX_CLONES static void rankmix_rotate4_wide(
-            ptrdiff_t n, double* col0, double* col1, double* col2, double* col3,
-            double* v, const double* c, const double* s_col, const double* s) {
-        rankmix_rotate4_loop(n, col0, col1, col2, col3, v, c, s_col, s);
-    }
-    static inline void rankmix_rotate4(
-            ptrdiff_t n, double* col0, double* col1, double* col2, double* col3,
-            double* v, const double* c, const double* s_col, const double* s) {
-        if (n < RANKMIX_SHORT)
-            rankmix_rotate4_loop(n, col0, col1, col2, col3, v, c, s_col, s);
-        else
-            rankmix_rotate4_wide(n, col0, col1, col2, col3, v, c, s_col, s);
-    }
     """
     void add4 "rankmix_add4"(
         Py_ssize_t n, double* z, const double* r0, const double* r1, const double* r2,
@@ -202,6 +163,3 @@ cdef extern from *:
     void rotate "rankmix_rotate"(
         Py_ssize_t n, double* col, double* v, double c, double s_col,
         double s) noexcept nogil
-    void rotate4 "rankmix_rotate4"(
-        Py_ssize_t n, double* col0, double* col1, double* col2, double* col3,
-        double* v, const double* c, const double* s_col, const double* s) noexcept nogil

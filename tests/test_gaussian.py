@@ -92,10 +92,9 @@ def _linpack_rank_one(L, v, down):
 
 
 @pytest.mark.parametrize("d", [1, 3, 4, 6, 9, 40, 41])
-def test_cholesky_rank_one_by_four_columns_is_linpacks_to_the_bit(d):
-    # the kernels rotate four columns at a time (the rows below a group through
-    # its four rotations in turn); every entry must see the operations of one
-    # column at a time, in the same order
+def test_cholesky_rank_one_is_linpacks_to_the_bit(d):
+    # the rotations run through rankmix/_simd's loops (cloned, inline below 8
+    # entries): every entry must see LINPACK's operations, in the same order
     rng = np.random.default_rng(d)
     A = random_spd(rng, d)
     L = np.linalg.cholesky(A)
