@@ -82,7 +82,10 @@ from ._family cimport (
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
-from ._simd cimport add1, add4, add_scaled_difference, lower_rows, rotate
+from ._simd cimport (
+    add1, add4, add_scaled_difference, lower_rows, rotate, scaled_squares,
+    squared_distance,
+)
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
@@ -957,12 +960,9 @@ cdef double _niw_log_likelihood(void* context, const double* params, intp_t poin
     cdef const double *r2
     cdef const double *r3
     cdef double* z = work
-    cdef double q = 0.0, y, y0, y1, y2, y3
+    cdef double q = 0.0, y0, y1, y2, y3
     if not c.p.full:
-        for j in range(d):
-            y = (x[j] - mu[j]) * C[j]
-            q += y * y
-        return params[2 * d] - 0.5 * q
+        return params[2 * d] - 0.5 * scaled_squares(d, x, mu, C)
     for k in range(d):
         z[k] = 0.0
     j = 0
@@ -1462,3 +1462,18 @@ def _lower_rows_wrapper(C, Y):
     np.asarray(y)[:, :m] = Y
     lower_rows(d, m, ROWS_BLOCK, &C_[0, 0], &y[0, 0], &z[0, 0])
     return np.asarray(z)[:, :m].copy()
+
+
+def _scaled_squares_wrapper(x, m, c=None):
+    """``scaled_squares`` of x, m and c, or ``squared_distance`` of x and m (c
+    None) (for tests)."""
+    cdef const double[::1] x_ = np.ascontiguousarray(x, dtype=np.float64)
+    cdef const double[::1] m_ = np.ascontiguousarray(m, dtype=np.float64)
+    cdef const double[::1] c_ = np.ascontiguousarray(
+        np.ones(len(x_)) if c is None else c, dtype=np.float64)
+    cdef intp_t n = x_.shape[0]
+    if m_.shape[0] != n or c_.shape[0] != n or n == 0:
+        raise ValueError("x, m and c must have the same length n > 0")
+    if c is None:
+        return squared_distance(n, &x_[0], &m_[0])
+    return scaled_squares(n, &x_[0], &m_[0], &c_[0])

@@ -65,6 +65,7 @@ from ._family cimport (
     STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
 )
 from ._rng cimport random_standard_gamma, random_standard_normal
+from ._simd cimport squared_distance as simd_squared_distance
 from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
 
@@ -99,12 +100,8 @@ cdef struct Iso:
 
 cdef inline double squared_distance(
         const double* x, const double* m, intp_t d) noexcept nogil:
-    cdef double total = 0.0, diff
-    cdef intp_t j
-    for j in range(d):
-        diff = x[j] - m[j]
-        total += diff * diff
-    return total
+    """|x - m|^2, in four running sums (``_simd``: the same order on every target)."""
+    return simd_squared_distance(d, x, m)
 
 
 cdef void state_refresh(const Iso* p, double* s) noexcept nogil:

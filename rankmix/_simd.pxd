@@ -5,14 +5,15 @@ runs chosen once when the module loads.
 
 The package is compiled for the baseline of its platform (x86-64: two-lane SSE2),
 so that a build runs on any machine. These few loops carry most of the
-full-covariance Gaussian kernels' time (a row's triangular product, a
-Cholesky factor's rank-one update, a cluster's scatter), and GCC and Clang can
-compile a function for several targets and pick one at load time
-(``target_clones``, on x86-64 Linux with glibc and GCC >= 8 or Clang >= 14;
-elsewhere the loops are compiled once, for the baseline). The AVX2 version runs four lanes instead of two.
+Gaussian kernels' time (a row's triangular product, a Cholesky factor's
+rank-one update, a cluster's scatter, the sum of squares of the diagonal and
+spherical likelihoods), and GCC and Clang can compile a function for several
+targets and pick one at load time (``target_clones``, on x86-64 Linux with
+glibc and GCC >= 8 or Clang >= 14; elsewhere the loops are compiled once, for
+the baseline). The AVX2 version runs four lanes instead of two.
 
-Each loop multiplies and adds elementwise, in the order written here, with no
-fused multiply-add (AVX2 does not enable FMA, and setup.py compiles with
+Each loop multiplies and adds in the order written here (a sum of squares in
+four running sums, combined in a fixed order), with no fused multiply-add (AVX2 does not enable FMA, and setup.py compiles with
 ``-ffp-contract=off``, so no target contracts): every version gives the same
 doubles to the last bit, so the draws do not depend on which version the
 processor selects, as they do not on the number of threads
@@ -111,6 +112,62 @@ cdef extern from *:
             rankmix_add_scaled_difference_wide(n, out, x, m, y);
     }
 
+    /* sum over j < n of ((x[j] - m[j]) c[j])^2 (``scaled`` 0: of (x[j] -
+       m[j])^2), in four running sums (j mod 4, each in increasing j), then (q0 +
+       q1) + (q2 + q3): the order is written here, not left to the compiler, so
+       it is the same for every target, and the four sums do not wait on each
+       other as one would. ``scaled`` is a constant where this is inlined, so
+       the test leaves the loop. */
+    static inline double rankmix_squares_loop(
+            ptrdiff_t n, const double* x, const double* m, const double* c,
+            const int scaled) {
+        ptrdiff_t j = 0;
+        double q0 = 0.0, q1 = 0.0, q2 = 0.0, q3 = 0.0, y0, y1, y2, y3;
+        for (; j + 4 <= n; j += 4) {
+            y0 = x[j] - m[j];
+            y1 = x[j + 1] - m[j + 1];
+            y2 = x[j + 2] - m[j + 2];
+            y3 = x[j + 3] - m[j + 3];
+            if (scaled) {
+                y0 = y0 * c[j];
+                y1 = y1 * c[j + 1];
+                y2 = y2 * c[j + 2];
+                y3 = y3 * c[j + 3];
+            }
+            q0 = q0 + y0 * y0;
+            q1 = q1 + y1 * y1;
+            q2 = q2 + y2 * y2;
+            q3 = q3 + y3 * y3;
+        }
+        for (; j < n; j++) {
+            y0 = x[j] - m[j];
+            if (scaled)
+                y0 = y0 * c[j];
+            q0 = q0 + y0 * y0;
+        }
+        return (q0 + q1) + (q2 + q3);
+    }
+    RANKMIX_CLONES static double rankmix_scaled_squares_wide(
+            ptrdiff_t n, const double* x, const double* m, const double* c) {
+        return rankmix_squares_loop(n, x, m, c, 1);
+    }
+    static inline double rankmix_scaled_squares(
+            ptrdiff_t n, const double* x, const double* m, const double* c) {
+        if (n < RANKMIX_SHORT)
+            return rankmix_squares_loop(n, x, m, c, 1);
+        return rankmix_scaled_squares_wide(n, x, m, c);
+    }
+    RANKMIX_CLONES static double rankmix_squared_distance_wide(
+            ptrdiff_t n, const double* x, const double* m) {
+        return rankmix_squares_loop(n, x, m, NULL, 0);
+    }
+    static inline double rankmix_squared_distance(
+            ptrdiff_t n, const double* x, const double* m) {
+        if (n < RANKMIX_SHORT)
+            return rankmix_squares_loop(n, x, m, NULL, 0);
+        return rankmix_squared_distance_wide(n, x, m);
+    }
+
     /* z[k rb + r] += C[j d + k] y[j rb + r] for k <= j < d and r < m, j
        ascending: C^T y for m rows at once, y and z tables of stride rb. */
     RANKMIX_CLONES static void rankmix_lower_rows(
@@ -163,3 +220,7 @@ cdef extern from *:
     void rotate "rankmix_rotate"(
         Py_ssize_t n, double* col, double* v, double c, double s_col,
         double s) noexcept nogil
+    double scaled_squares "rankmix_scaled_squares"(
+        Py_ssize_t n, const double* x, const double* m, const double* c) noexcept nogil
+    double squared_distance "rankmix_squared_distance"(
+        Py_ssize_t n, const double* x, const double* m) noexcept nogil

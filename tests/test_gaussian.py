@@ -26,6 +26,7 @@ from rankmix._gaussian_kernels import (
     _cholesky_wrapper,
     _log_product_wrapper,
     _lower_rows_wrapper,
+    _scaled_squares_wrapper,
     _simd_loops_wrapper,
     student_t_log_density,
 )
@@ -134,6 +135,16 @@ def test_simd_loops_round_as_numpys_separate_multiplies_and_adds(n):
         for k in range(j + 1):
             expected[k] = expected[k] + C[j, k] * Y[j]
     assert_array_equal(_lower_rows_wrapper(C, Y), expected)
+    # the diagonal likelihood's sum of squares: four running sums (j mod 4),
+    # then (q0 + q1) + (q2 + q3)
+    for scale in (rows[1], None):
+        y = (x - m) if scale is None else (x - m) * scale
+        sums = [0.0, 0.0, 0.0, 0.0]
+        for j in range(n):
+            lane = j % 4 if j < n - n % 4 else 0
+            sums[lane] = sums[lane] + y[j] * y[j]
+        expected = (sums[0] + sums[1]) + (sums[2] + sums[3])
+        assert _scaled_squares_wrapper(x, m, scale) == expected
 
 
 def test_log_product_is_the_sum_of_logs_without_overflow():
