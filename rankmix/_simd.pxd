@@ -13,12 +13,13 @@ glibc and GCC >= 8 or Clang >= 14; elsewhere the loops are compiled once, for
 the baseline). The AVX2 version runs four lanes instead of two.
 
 Each loop multiplies and adds in the order written here (a sum of squares in
-four running sums, combined in a fixed order), with no fused multiply-add (AVX2 does not enable FMA, and setup.py compiles with
-``-ffp-contract=off``, so no target contracts): every version gives the same
-doubles to the last bit, so the draws do not depend on which version the
-processor selects, as they do not on the number of threads
-(``tests/test_gaussian.py`` checks the selected version of each loop against
-NumPy's separate multiplies and adds, bit for bit).
+four running sums, combined in a fixed order), with no fused multiply-add
+(AVX2 does not enable FMA, and setup.py compiles with ``-ffp-contract=off``,
+so no target contracts): every version gives the same doubles to the last
+bit, so the draws do not depend on which version the processor selects, as
+they do not on the number of threads (``tests/test_gaussian.py`` checks the
+selected version of each loop against NumPy's separate multiplies and adds,
+and the sums of squares against their order, bit for bit).
 """
 
 cdef extern from *:
@@ -116,8 +117,8 @@ cdef extern from *:
        m[j])^2), in four running sums (j mod 4, each in increasing j), then (q0 +
        q1) + (q2 + q3): the order is written here, not left to the compiler, so
        it is the same for every target, and the four sums do not wait on each
-       other as one would. ``scaled`` is a constant where this is inlined, so
-       the test leaves the loop. */
+       other as one would. ``scaled`` is a constant wherever this is inlined,
+       so its branch is compiled out. */
     static inline double rankmix_squares_loop(
             ptrdiff_t n, const double* x, const double* m, const double* c,
             const int scaled) {
