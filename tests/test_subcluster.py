@@ -99,10 +99,12 @@ def test_explicit_parameters_average_to_the_predictive(name, members):
 
 
 @pytest.mark.parametrize(
-    "name, d, full", [("full", 5, True), ("full, d > 12", 13, True), ("diag", 5, False)]
+    "name, d, full",
+    [("full", 5, True), ("full, d = 24", 24, True), ("full, d > 24", 25, True),
+     ("diag", 5, False)],
 )
 def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(name, d, full):
-    # family_log_likelihood_rows: the NIW family's block kernel (full, d <= 12)
+    # family_log_likelihood_rows: the NIW family's block kernel (full, d <= 24)
     # and the row-by-row fallback give each row's log f(x | theta) to the last
     # bit, over several blocks and a partial one, by row indices and from a first
     # row; every other family of FAMILIES takes the fallback
