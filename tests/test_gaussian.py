@@ -109,7 +109,7 @@ def test_cholesky_rank_one_is_linpacks_to_the_bit(d):
 
 @pytest.mark.parametrize("n", [1, 3, 4, 7, 64, 81])
 def test_simd_loops_round_as_numpys_separate_multiplies_and_adds(n):
-    # the innermost loops of the full-covariance kernels (rankmix/_simd.pxd),
+    # the innermost loops of the Gaussian kernels (rankmix/_simd.pxd),
     # compiled for AVX2 and for the baseline, must round each product and each
     # sum apart, in the written order, as NumPy does: a fused multiply-add, or
     # sums reordered across vector lanes, would make the draws depend on the
