@@ -40,7 +40,6 @@ computes them.
 """
 
 from cython.parallel cimport prange
-from libc.math cimport exp, fabs, log1p
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
@@ -136,15 +135,3 @@ cdef inline void find_anchors(
                 anchor_row[c] = part_row[t * capacity + c]
     free(part_priority)
     free(part_row)
-
-
-cdef inline double log_pair_gap(double diff) noexcept nogil:
-    """log(1 + e^-|diff|): the term that both shares of a two-way choice share.
-
-    With diff = lb - la, the shares log(e^la / (e^la + e^lb)) and
-    log(e^lb / (e^la + e^lb)) are -diff - t and -t if diff > 0, else -t and
-    diff - t, without overflow: the values of ``log_pair`` (``_rng.pxd``) to the
-    last bit, for one exp and one log1p. ``log_pair`` returns them through
-    pointers, which a ``prange`` body cannot take of its private variables.
-    """
-    return log1p(exp(-fabs(diff)))

@@ -109,7 +109,7 @@ bit as with the rows in process (``tests/test_distributed.py``).
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, lgamma, log
+from libc.math cimport INFINITY, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove
@@ -127,11 +127,11 @@ from ._family cimport (
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
 from ._restricted cimport (
-    PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, log_pair_gap, precedes, row_draws,
+    PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, precedes, row_draws,
 )
 from ._rng cimport (
-    draw_from_logs, draw_index, log_gamma_variate, log_sum_exp, shuffle, uniform,
-    uniform_index,
+    draw_from_logs, draw_index, log_gamma_variate, log_pair, log_sum_exp, shuffle,
+    uniform, uniform_index,
 )
 from ._slots cimport grow_array
 
@@ -293,7 +293,7 @@ cdef void scan_rows(
     cdef double* like_b
     cdef intp_t* weighed      # the rows of the block that are weighed
     cdef intp_t* position     # and their positions in the block
-    cdef double diff, gap, log_a, log_b
+    cdef double log_a, log_b
     for block in prange(n_blocks, schedule="static", num_threads=n_threads):
         tid = threadid()
         draws = scratch + tid * stride                  # (LABEL_BLOCK, 4)
@@ -322,14 +322,11 @@ cdef void scan_rows(
         for r in range(n_weighed):
             q = position[r]
             k = first + q
-            diff = (log_n_b + like_b[r]) - (log_n_a + like_a[r])
-            gap = log_pair_gap(diff)
-            if diff > 0.0:
-                log_a = -diff - gap
-                log_b = -gap
-            else:
-                log_a = -gap
-                log_b = diff - gap
+            # the shares overwrite the likelihoods (a prange body cannot take
+            # the address of a private variable)
+            log_pair(log_n_a + like_a[r], log_n_b + like_b[r], like_a + r, like_b + r)
+            log_a = like_a[r]
+            log_b = like_b[r]
             if not evaluate:
                 proposed[k] = ((log(draws[4 * q]) < log_a)
                                | (SAMPLED if draws[4 * q + 1] < rate else 0))
@@ -921,10 +918,9 @@ cdef class SubclusterChain(CollapsedChain):
             c_b = self.slots.active[k + (k >= r)]
             i = self._member(c_a, uniform_index(self.rng, self._size(c_a)))
             j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
-            n_c = self._size(c_a) + self._size(c_b)
         m = self._launch_set(c_a, c_b, i, j)
         if not split:
-            return self._launch_merge(sweep, t, c_a, c_b, i, j, m, n_c)
+            return self._launch_merge(sweep, t, c_a, c_b, i, j, m)
         # the proposed split's states (state_a, state_b)
         log_q = self._launch(sweep, t, i, j, m, True)
         n_a = <intp_t> self.state_a[STATE_COUNT]
@@ -933,10 +929,7 @@ cdef class SubclusterChain(CollapsedChain):
         # pick the merge back / pick this split: K -> K + 1 clusters, the partner
         # uniform among the K others
         log_select = split_select_log_ratio(K, n_a, n_b) - log(<double> K)
-        log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
-                     - lgamma(<double> n_c)
-                     + family_log_marginal(&self.f, self.state_a)
-                     + family_log_marginal(&self.f, self.state_b))
+        log_ratio = self._pair_log_ratio(self.state_a, self.state_b)
         log_ratio += (log_select - log_q
                       - family_log_marginal(&self.f, self._state(c_a)))
         if log(uniform(self.rng)) >= log_ratio:
@@ -952,7 +945,7 @@ cdef class SubclusterChain(CollapsedChain):
         return True
 
     cdef bint _launch_merge(self, uint64_t sweep, intp_t t, intp_t c_a, intp_t c_b,
-                            intp_t i, intp_t j, intp_t m, intp_t n_c) except -1 nogil:
+                            intp_t i, intp_t j, intp_t m) except -1 nogil:
         """The merge of clusters c_a and c_b (i in c_a, j in c_b, the launch rows
         S less i and j set): True if accepted.
 
@@ -972,10 +965,7 @@ cdef class SubclusterChain(CollapsedChain):
         # pick the split back (K - 1 clusters) / pick this merge (K clusters,
         # the partner uniform among the K - 1 others)
         log_ratio = (family_log_marginal(&self.f, self.state_m)
-                     - family_log_marginal(&self.f, self._state(c_a))
-                     - family_log_marginal(&self.f, self._state(c_b))
-                     - log(self.alpha) - lgamma(<double> n_a) - lgamma(<double> n_b)
-                     + lgamma(<double> n_c)
+                     - self._pair_log_ratio(self._state(c_a), self._state(c_b))
                      + log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b))
         if log_u >= log_ratio:
             self._merges_rejected_early += 1
