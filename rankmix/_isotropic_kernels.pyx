@@ -63,9 +63,11 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+    likelihood_rows,
 )
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport squared_distance as simd_squared_distance
+from ._simd cimport squared_distance4
 from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
 
@@ -566,6 +568,28 @@ cdef double _log_likelihood(void* context, const double* params, intp_t point,
         c.X + point * c.d, params, c.d)
 
 
+cdef void _log_likelihood_rows(
+        void* context, const double* params, const intp_t* points, intp_t first,
+        intp_t m, double* out, double* work) noexcept nogil:
+    """``_log_likelihood`` of m <= ROWS_BLOCK rows (``_family.pxd``), four at a
+    time (``_simd.squared_distance4``: each row's sum in the order of one row
+    alone, so each value is that row's to the last bit; the four rows' chains
+    of adds run side by side)."""
+    cdef IsoContext* c = <IsoContext*> context
+    cdef intp_t r, t, d = c.d
+    cdef const double* x[4]
+    for r in range(0, m - 3, 4):
+        for t in range(4):
+            x[t] = c.X + (first + r + t if points == NULL
+                          else points[r + t] - first) * d
+        squared_distance4(d, x, params, out + r)
+    for r in range(m - m % 4, m):
+        x[0] = c.X + (first + r if points == NULL else points[r] - first) * d
+        out[r] = squared_distance(x[0], params, d)
+    for r in range(m):
+        out[r] = params[d + 1] - 0.5 * params[d] * out[r]
+
+
 cdef class IsotropicFamily(Family):
     """An ``IsotropicModel`` bound to data X: the family ``CollapsedChain`` samples.
 
@@ -604,6 +628,7 @@ cdef class IsotropicFamily(Family):
             _remove, _log_kernel, _log_predictive, _rebuild,
             S_LOG_WEIGHT, model.p.d, _point_key, _cluster_key)
         explicit_parameters(&self.c, model.p.d + 2, 0, _draw_params, _log_likelihood)
+        likelihood_rows(&self.c, _log_likelihood_rows, 0)
         block_moments(&self.c, model.p.d + 2, _moments, _moments_merge, _moments_state)
 
     def __reduce__(self):

@@ -26,6 +26,7 @@ cdef extern from *:
     """
     #include <stddef.h>
     #include <stdlib.h>   /* defines __GLIBC__ where the C library is glibc */
+    #include <string.h>
     /* glibc resolves the clones at load time (an ifunc); musl, macOS and
        Windows have no ifunc, so they get one version. GCC 8 is the first to
        keep a static function's clones local. */
@@ -148,6 +149,91 @@ cdef extern from *:
         }
         return (q0 + q1) + (q2 + q3);
     }
+    /* rankmix_squares_loop of four rows at once, x[r] into out[r], to the last
+       bit what it gives for each row alone: one row's sum is a chain of adds
+       that each wait on the one before (at d = 40 that wait, not the
+       arithmetic, bounds a row), and four rows' chains run side by side.
+       Written with GCC's vector extension (lane l is running sum l), as
+       compilers vectorise the four rows' sixteen scalar sums with shuffles;
+       elsewhere, the rows one after another. */
+    #if defined(__GNUC__) || defined(__clang__)
+    typedef double rankmix_v4 __attribute__((vector_size(32)));
+    static inline rankmix_v4 rankmix_load4(const double* p) {
+        rankmix_v4 v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    #define RANKMIX_SQUARES_ROW4(q, xr) \\
+        y = rankmix_load4(xr + j) - mj; \\
+        if (scaled) \\
+            y = y * cj; \\
+        q = q + y * y;
+    #define RANKMIX_SQUARES_TERM(q, xr) \\
+        t = xr[j] - m[j]; \\
+        if (scaled) \\
+            t = t * c[j]; \\
+        q[0] = q[0] + t * t;
+    static inline void rankmix_squares4_loop(
+            ptrdiff_t n, const double* const* x, const double* m, const double* c,
+            double* out, const int scaled) {
+        const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+        ptrdiff_t j = 0;
+        double t;
+        rankmix_v4 q0 = {0.0, 0.0, 0.0, 0.0}, q1 = q0, q2 = q0, q3 = q0;
+        rankmix_v4 y, mj, cj = q0;
+        for (; j + 4 <= n; j += 4) {
+            mj = rankmix_load4(m + j);
+            if (scaled)
+                cj = rankmix_load4(c + j);
+            RANKMIX_SQUARES_ROW4(q0, x0)
+            RANKMIX_SQUARES_ROW4(q1, x1)
+            RANKMIX_SQUARES_ROW4(q2, x2)
+            RANKMIX_SQUARES_ROW4(q3, x3)
+        }
+        for (; j < n; j++) {
+            RANKMIX_SQUARES_TERM(q0, x0)
+            RANKMIX_SQUARES_TERM(q1, x1)
+            RANKMIX_SQUARES_TERM(q2, x2)
+            RANKMIX_SQUARES_TERM(q3, x3)
+        }
+        out[0] = (q0[0] + q0[1]) + (q0[2] + q0[3]);
+        out[1] = (q1[0] + q1[1]) + (q1[2] + q1[3]);
+        out[2] = (q2[0] + q2[1]) + (q2[2] + q2[3]);
+        out[3] = (q3[0] + q3[1]) + (q3[2] + q3[3]);
+    }
+    #else
+    static inline void rankmix_squares4_loop(
+            ptrdiff_t n, const double* const* x, const double* m, const double* c,
+            double* out, const int scaled) {
+        int r;
+        for (r = 0; r < 4; r++)
+            out[r] = rankmix_squares_loop(n, x[r], m, c, scaled);
+    }
+    #endif
+    RANKMIX_CLONES static void rankmix_scaled_squares4_wide(
+            ptrdiff_t n, const double* const* x, const double* m, const double* c,
+            double* out) {
+        rankmix_squares4_loop(n, x, m, c, out, 1);
+    }
+    static inline void rankmix_scaled_squares4(
+            ptrdiff_t n, const double* const* x, const double* m, const double* c,
+            double* out) {
+        if (n < RANKMIX_SHORT)
+            rankmix_squares4_loop(n, x, m, c, out, 1);
+        else
+            rankmix_scaled_squares4_wide(n, x, m, c, out);
+    }
+    RANKMIX_CLONES static void rankmix_squared_distance4_wide(
+            ptrdiff_t n, const double* const* x, const double* m, double* out) {
+        rankmix_squares4_loop(n, x, m, NULL, out, 0);
+    }
+    static inline void rankmix_squared_distance4(
+            ptrdiff_t n, const double* const* x, const double* m, double* out) {
+        if (n < RANKMIX_SHORT)
+            rankmix_squares4_loop(n, x, m, NULL, out, 0);
+        else
+            rankmix_squared_distance4_wide(n, x, m, out);
+    }
     RANKMIX_CLONES static double rankmix_scaled_squares_wide(
             ptrdiff_t n, const double* x, const double* m, const double* c) {
         return rankmix_squares_loop(n, x, m, c, 1);
@@ -225,3 +311,8 @@ cdef extern from *:
         Py_ssize_t n, const double* x, const double* m, const double* c) noexcept nogil
     double squared_distance "rankmix_squared_distance"(
         Py_ssize_t n, const double* x, const double* m) noexcept nogil
+    void scaled_squares4 "rankmix_scaled_squares4"(
+        Py_ssize_t n, const double** x, const double* m, const double* c,
+        double* out) noexcept nogil
+    void squared_distance4 "rankmix_squared_distance4"(
+        Py_ssize_t n, const double** x, const double* m, double* out) noexcept nogil

@@ -99,20 +99,29 @@ def test_explicit_parameters_average_to_the_predictive(name, members):
 
 
 @pytest.mark.parametrize(
-    "name, d, full",
-    [("full", 5, True), ("full, d = 24", 24, True), ("full, d > 24", 25, True),
-     ("diag", 5, False)],
+    "kind, d",
+    [("full", 5), ("full", 24), ("full", 25), ("diag", 5), ("diag", 11),
+     ("diag", 40), ("spherical", 3), ("spherical", 11), ("fixed", 40)],
 )
-def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(name, d, full):
-    # family_log_likelihood_rows: the NIW family's block kernel (full, d <= 24)
-    # and the row-by-row fallback give each row's log f(x | theta) to the last
-    # bit, over several blocks and a partial one, by row indices and from a first
-    # row; every other family of FAMILIES takes the fallback
+def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(kind, d):
+    # family_log_likelihood_rows: the Gaussian families' block kernels (full up to
+    # d = 24, rows innermost; diag, spherical and fixed four rows at a time, in
+    # the inline loop below d = 8 and the cloned one from 8, with a tail of
+    # features past a multiple of 4 at d = 5 and 11) and the row-by-row fallback
+    # (full, d = 25) give each row's log f(x | theta) to the last bit, over several
+    # blocks and a partial one, by row indices and from a first row; every other
+    # family of FAMILIES takes the fallback
     rng = np.random.default_rng(d)
-    X = rng.normal(size=(40, d)) * rng.uniform(0.5, 3.0, size=d)
+    X = rng.normal(size=(40, d)) * rng.uniform(0.5, 3.0, size=d) + 2.0
     S = np.eye(d) + 0.3
-    family = NIWModel(np.zeros(d), 0.5, d + 2.0, S if full else np.diag(S), full,
-                      60).family(X)
+    if kind in ("full", "diag"):
+        full = kind == "full"
+        model = NIWModel(np.zeros(d), 0.5, d + 2.0, S if full else np.diag(S),
+                         full, 60)
+    else:
+        fixed = kind == "fixed"
+        model = IsotropicModel(np.zeros(d), 0.5, 3.0, S if fixed else 1.3, fixed, 60)
+    family = model.family(X)
     for points in (np.arange(3, 40), np.array([39, 0, 17, 5, 5, 22] * 4)):
         by_row, by_block, by_range = family._rows_check(
             np.arange(0, 40, 3), np.random.PCG64(2), points
