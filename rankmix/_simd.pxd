@@ -158,13 +158,12 @@ cdef extern from *:
        elsewhere, the rows one after another. */
     #if defined(__GNUC__) || defined(__clang__)
     typedef double rankmix_v4 __attribute__((vector_size(32)));
-    static inline rankmix_v4 rankmix_load4(const double* p) {
-        rankmix_v4 v;
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
+    /* (an unaligned load; a function returning the vector would change the
+       ABI where AVX is off) */
+    #define RANKMIX_LOAD4(v, p) memcpy(&(v), (p), sizeof(v))
     #define RANKMIX_SQUARES_ROW4(q, xr) \\
-        y = rankmix_load4(xr + j) - mj; \\
+        RANKMIX_LOAD4(y, xr + j); \\
+        y = y - mj; \\
         if (scaled) \\
             y = y * cj; \\
         q = q + y * y;
@@ -182,9 +181,9 @@ cdef extern from *:
         rankmix_v4 q0 = {0.0, 0.0, 0.0, 0.0}, q1 = q0, q2 = q0, q3 = q0;
         rankmix_v4 y, mj, cj = q0;
         for (; j + 4 <= n; j += 4) {
-            mj = rankmix_load4(m + j);
+            RANKMIX_LOAD4(mj, m + j);
             if (scaled)
-                cj = rankmix_load4(c + j);
+                RANKMIX_LOAD4(cj, c + j);
             RANKMIX_SQUARES_ROW4(q0, x0)
             RANKMIX_SQUARES_ROW4(q1, x1)
             RANKMIX_SQUARES_ROW4(q2, x2)
