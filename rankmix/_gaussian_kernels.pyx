@@ -948,54 +948,114 @@ cdef int _niw_draw_params(void* context, const double* state, bitgen_t* rng,
     return 0
 
 
+cdef inline void lower_step4(intp_t j, intp_t d, const double* x, const double* mu,
+                             const double* C, double* z) noexcept nogil:
+    """z[k] += C[j + i, k] (x_{j+i} - mu_{j+i}) for i = 0..3 (rows j..j+3 of C,
+    stored by rows), k <= j + i: z[k] loaded and stored once per four terms, added
+    in the same order (j, j + 1, j + 2, j + 3) as one row of C at a time."""
+    cdef double y0 = x[j] - mu[j]
+    cdef double y1 = x[j + 1] - mu[j + 1]
+    cdef double y2 = x[j + 2] - mu[j + 2]
+    cdef double y3 = x[j + 3] - mu[j + 3]
+    cdef const double* r0 = C + j * d
+    cdef const double* r1 = r0 + d
+    cdef const double* r2 = r1 + d
+    cdef const double* r3 = r2 + d
+    add4(j + 1, z, r0, r1, r2, r3, y0, y1, y2, y3)
+    # the triangle's corner: z[j + 1 .. j + 3] from rows j + 1 .. j + 3
+    z[j + 1] = z[j + 1] + r1[j + 1] * y1 + r2[j + 1] * y2 + r3[j + 1] * y3
+    z[j + 2] = z[j + 2] + r2[j + 2] * y2 + r3[j + 2] * y3
+    z[j + 3] = z[j + 3] + r3[j + 3] * y3
+
+
+cdef inline void lower_product(intp_t d, const double* x, const double* mu,
+                               const double* C, double* z) noexcept nogil:
+    """z <- C^T (x - mu) for C lower triangular stored by rows (row j at C + j * d):
+    z[k] = sum over j >= k of C[j, k] (x_j - mu_j), j ascending."""
+    cdef intp_t j = 0, k
+    for k in range(d):
+        z[k] = 0.0
+    while j + 4 <= d:
+        lower_step4(j, d, x, mu, C, z)
+        j += 4
+    while j < d:
+        add1(j + 1, z, C + j * d, x[j] - mu[j])
+        j += 1
+
+
 cdef double _niw_log_likelihood(void* context, const double* params, intp_t point,
                                 double* work) noexcept nogil:
     """log N(x | mu, Sigma) from (mu, C, constant), O(d^2 / 2) (full) or O(d)."""
     cdef NIWContext* c = <NIWContext*> context
-    cdef intp_t j, k, d = c.d
+    cdef intp_t k, d = c.d
     cdef const double* x = c.X + point * d
-    cdef const double* mu = params
-    cdef const double* C = params + d
-    cdef const double *r0
-    cdef const double *r1
-    cdef const double *r2
-    cdef const double *r3
     cdef double* z = work
-    cdef double q = 0.0, y0, y1, y2, y3
+    cdef double q = 0.0
     if not c.p.full:
-        return params[2 * d] - 0.5 * scaled_squares(d, x, mu, C)
-    for k in range(d):
-        z[k] = 0.0
-    j = 0
-    while j + 4 <= d:
-        # four rows of C at once: z[k] loaded and stored once per four terms, added
-        # in the same order (j, j + 1, j + 2, j + 3) as one row at a time
-        y0 = x[j] - mu[j]
-        y1 = x[j + 1] - mu[j + 1]
-        y2 = x[j + 2] - mu[j + 2]
-        y3 = x[j + 3] - mu[j + 3]
-        r0 = C + j * d
-        r1 = r0 + d
-        r2 = r1 + d
-        r3 = r2 + d
-        add4(j + 1, z, r0, r1, r2, r3, y0, y1, y2, y3)
-        # the triangle's corner: z[j + 1 .. j + 3] from rows j + 1 .. j + 3
-        z[j + 1] = z[j + 1] + r1[j + 1] * y1 + r2[j + 1] * y2 + r3[j + 1] * y3
-        z[j + 2] = z[j + 2] + r2[j + 2] * y2 + r3[j + 2] * y3
-        z[j + 3] = z[j + 3] + r3[j + 3] * y3
-        j += 4
-    while j < d:
-        y0 = x[j] - mu[j]
-        r0 = C + j * d
-        add1(j + 1, z, r0, y0)
-        j += 1
+        return params[2 * d] - 0.5 * scaled_squares(d, x, params, params + d)
+    lower_product(d, x, params, params + d, z)
     for k in range(d):
         q += z[k] * z[k]
     return params[d + d * d] - 0.5 * q
 
 
+cdef void _niw_full_log_likelihood_quads(
+        void* context, const double* params, const intp_t* points, intp_t first,
+        intp_t m, double* out, double* work) noexcept nogil:
+    """``_niw_log_likelihood`` of m <= ROWS_BLOCK rows (``_family.pxd``), full
+    covariances, d > ``ROWS_FULL_MAX_D``, four rows at a time: each row's z = C^T
+    (x - mu) as for one row alone (``lower_step4``), the four rows taking turns
+    by groups of four rows of C, so that these are read once for the four (at d
+    = 80, C is 51 kB, more than a core's first-level cache); then the four sums
+    of squares side by side (a row's sum, in k order, is a chain of d adds that
+    each wait on the one before; four rows' chains do not wait on each other).
+    Each value is the row's to the last bit. Sub-cluster fits, 60 sweeps, same
+    draws, against the row kernel: (30, 20) 1.06 to 1.07 s -> 0.95 to 0.96,
+    (40, 40) 1.66 to 1.68 -> 1.47 to 1.51, (80, 40) 4.93 to 5.03 -> 4.70 to 4.74."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef intp_t j, k, r, t, d = c.d
+    cdef const double* mu = params
+    cdef const double* C = params + d
+    cdef double* z0 = work
+    cdef double* z1 = work + d
+    cdef double* z2 = work + 2 * d
+    cdef double* z3 = work + 3 * d
+    cdef const double* x[4]
+    cdef double q0, q1, q2, q3
+    for r in range(0, m - 3, 4):
+        for t in range(4):
+            x[t] = c.X + (first + r + t if points == NULL
+                          else points[r + t] - first) * d
+        for k in range(4 * d):
+            work[k] = 0.0
+        # lower_product of the four rows, interleaved by groups of four rows of
+        # C, which are read once for the four (at d = 80, C is 51 kB)
+        j = 0
+        while j + 4 <= d:
+            for t in range(4):
+                lower_step4(j, d, x[t], mu, C, work + t * d)
+            j += 4
+        while j < d:
+            for t in range(4):
+                add1(j + 1, work + t * d, C + j * d, x[t][j] - mu[j])
+            j += 1
+        q0 = q1 = q2 = q3 = 0.0
+        for k in range(d):
+            q0 += z0[k] * z0[k]
+            q1 += z1[k] * z1[k]
+            q2 += z2[k] * z2[k]
+            q3 += z3[k] * z3[k]
+        out[r] = params[d + d * d] - 0.5 * q0
+        out[r + 1] = params[d + d * d] - 0.5 * q1
+        out[r + 2] = params[d + d * d] - 0.5 * q2
+        out[r + 3] = params[d + d * d] - 0.5 * q3
+    for r in range(m - m % 4, m):
+        out[r] = _niw_log_likelihood(
+            context, params, first + r if points == NULL else points[r] - first, work)
+
+
 # the largest d at which the full family weighs blocks of rows at once (below)
-cdef intp_t ROWS_FULL_MAX_D = 24
+cdef intp_t ROWS_FULL_MAX_D = 16
 
 
 cdef void _niw_log_likelihood_rows(
@@ -1015,8 +1075,10 @@ cdef void _niw_log_likelihood_rows(
     moved to ``_simd``). With the AVX2 loops (60 sweeps, alternating, same
     draws), this kernel against the row kernel: d = 16, 0.43 to 0.47 s against
     0.49 to 0.51 s; d = 24, 0.80 to 0.81 against 0.84 to 0.85; d = 40, 1.86 to
-    1.88 against 1.63 to 1.71; d = 80, 6.0 to 6.6 against 4.9 to 5.1: hence
-    24. Diagonal covariances gained nothing from this layout (d = 2 to 4) or
+    1.88 against 1.63 to 1.71; d = 80, 6.0 to 6.6 against 4.9 to 5.1. Against
+    the four-row kernel (``_niw_full_log_likelihood_quads``): d = 10, 0.24 s
+    against 0.27; d = 16, even (0.48 s); d = 24, 0.80 to 0.81 against 0.73 to
+    0.74: hence 16. Diagonal covariances gained nothing from this layout (d = 2 to 4) or
     lost (d = 10 and 16); their block kernel is ``_niw_diag_log_likelihood_rows``,
     which keeps each row's features in the SIMD lanes."""
     cdef NIWContext* c = <NIWContext*> context
@@ -1112,7 +1174,9 @@ cdef class NIWFamily(Family):
         if model.p.full and model.p.d <= ROWS_FULL_MAX_D:
             likelihood_rows(&self.c, _niw_log_likelihood_rows,
                             2 * model.p.d * ROWS_BLOCK)
-        elif not model.p.full:
+        elif model.p.full:
+            likelihood_rows(&self.c, _niw_full_log_likelihood_quads, 4 * model.p.d)
+        else:
             likelihood_rows(&self.c, _niw_diag_log_likelihood_rows, 0)
         block_moments(&self.c, 1 + model.p.d + model.p.scale_size, _niw_moments,
                       _niw_moments_merge, _niw_moments_state)

@@ -100,17 +100,17 @@ def test_explicit_parameters_average_to_the_predictive(name, members):
 
 @pytest.mark.parametrize(
     "kind, d",
-    [("full", 5), ("full", 24), ("full", 25), ("diag", 5), ("diag", 11),
-     ("diag", 40), ("spherical", 3), ("spherical", 11), ("fixed", 40)],
+    [("full", 5), ("full", 16), ("full", 17), ("full", 40), ("diag", 5),
+     ("diag", 11), ("diag", 40), ("spherical", 3), ("spherical", 11), ("fixed", 40)],
 )
 def test_likelihoods_by_blocks_of_rows_equal_them_row_by_row(kind, d):
     # family_log_likelihood_rows: the Gaussian families' block kernels (full up to
-    # d = 24, rows innermost; diag, spherical and fixed four rows at a time, in
-    # the inline loop below d = 8 and the cloned one from 8, with a tail of
-    # features past a multiple of 4 at d = 5 and 11) and the row-by-row fallback
-    # (full, d = 25) give each row's log f(x | theta) to the last bit, over several
-    # blocks and a partial one, by row indices and from a first row; every other
-    # family of FAMILIES takes the fallback
+    # d = 16 rows innermost, from 17 four rows at a time; diag, spherical and
+    # fixed four rows at a time, in the inline loop below d = 8 and the cloned one
+    # from 8; with a tail of features past a multiple of 4 at d = 5, 11 and 17)
+    # and the row-by-row likelihood give each row's log f(x | theta) to the last
+    # bit, over several blocks and a partial one, by row indices and from a first
+    # row; the multinomial family of FAMILIES takes the row-by-row fallback
     rng = np.random.default_rng(d)
     X = rng.normal(size=(40, d)) * rng.uniform(0.5, 3.0, size=d) + 2.0
     S = np.eye(d) + 0.3
