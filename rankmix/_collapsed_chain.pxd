@@ -76,7 +76,11 @@ cdef class CollapsedChain:
     cdef int _rebuild_all(self) except -1 nogil
     cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil
     cdef int _fail(self) except -1 nogil
+    cdef intp_t _weigh(self, intp_t i, double log_alpha, intp_t own,
+                       double own_weight) noexcept nogil
+    cdef int _place(self, intp_t i, intp_t choice) except -1 nogil
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil
+    cdef int _remove(self, intp_t i) except -1 nogil
     cdef int _gibbs_scan(self) except -1 nogil
     cdef int _split_merge(self) except -1 nogil
     cdef double _pair_log_ratio(self, const double* state_a,

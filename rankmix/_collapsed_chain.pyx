@@ -335,9 +335,12 @@ cdef class CollapsedChain:
 
     # -- moves ---------------------------------------------------------------------
 
-    cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
-        """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
-        cdef intp_t a, c, choice
+    cdef intp_t _weigh(self, intp_t i, double log_alpha, intp_t own,
+                       double own_weight) noexcept nogil:
+        """Draw point i's cluster from its collapsed conditional: the index into
+        ``slots.active``, or ``n_active`` for a new cluster. The active cluster at
+        index ``own`` (-1: none) has the weight ``own_weight``, given."""
+        cdef intp_t a
         # The hot loop: K calls through the family's pointer per point. The callee is
         # opaque to the compiler, so what it would otherwise re-read from self after
         # every call is read once here.
@@ -350,10 +353,17 @@ cdef class CollapsedChain:
         cdef void* context = self.f.segments.context
         cdef double* s
         for a in range(n_active):
+            if a == own:
+                log_prob[a] = own_weight
+                continue
             s = states + active[a] * width
             log_prob[a] = s[weight_offset] + log_kernel(context, s, i)
-        self.log_prob[self.slots.n_active] = log_alpha + self.log_prior_predictive[i]
-        choice = draw_from_logs(self.log_prob, self.slots.n_active + 1, self.rng)
+        log_prob[n_active] = log_alpha + self.log_prior_predictive[i]
+        return draw_from_logs(log_prob, n_active + 1, self.rng)
+
+    cdef int _place(self, intp_t i, intp_t choice) except -1 nogil:
+        """Add point i (in no cluster) to the cluster ``_weigh`` drew."""
+        cdef intp_t c
         if choice == self.slots.n_active:
             c = self._open_slot()
         else:
@@ -362,19 +372,43 @@ cdef class CollapsedChain:
         self.labels[i] = c
         return 0
 
+    cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
+        """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
+        return self._place(i, self._weigh(i, log_alpha, -1, 0.0))
+
+    cdef int _remove(self, intp_t i) except -1 nogil:
+        """Take point i out of its cluster, closing the cluster if i was alone."""
+        cdef intp_t c_old = self.labels[i]
+        cdef double* s = self._state(c_old)
+        if s[STATE_COUNT] <= 1.0:
+            self._close_slot(c_old)
+        elif family_remove(&self.f, s, i) < 0:
+            self._rebuild_slot(c_old, i)
+        return 0
+
     cdef int _gibbs_scan(self) except -1 nogil:
-        """One collapsed Gibbs scan (Neal 2000, algorithm 3)."""
-        cdef intp_t i, c_old
-        cdef double log_alpha = log(self.alpha)
+        """One collapsed Gibbs scan (Neal 2000, algorithm 3).
+
+        Where the family has ``own_log_weight`` (``_family.pxd``), a member of a
+        cluster of two or more is weighed before it is removed, its own cluster's
+        weight computed as if it were not there, and removed only if it moves: the
+        conditional is the same, and a point that stays costs no update."""
+        cdef intp_t i, c_old, own, choice
+        cdef double log_alpha = log(self.alpha), own_weight
         cdef double* s
         for i in range(self.N):
             c_old = self.labels[i]
             s = self._state(c_old)
-            if s[STATE_COUNT] <= 1.0:
-                self._close_slot(c_old)
-            elif family_remove(&self.f, s, i) < 0:
-                self._rebuild_slot(c_old, i)
-
+            if self.f.own_log_weight != NULL and s[STATE_COUNT] >= 2.0:
+                own_weight = self.f.own_log_weight(self.f.segments.context, s, i)
+                if own_weight == own_weight:     # not NaN
+                    own = self.slots.active_pos[c_old]
+                    choice = self._weigh(i, log_alpha, own, own_weight)
+                    if choice != own:
+                        self._remove(i)
+                        self._place(i, choice)
+                    continue
+            self._remove(i)
             self._seat(i, log_alpha)
         return 0
 

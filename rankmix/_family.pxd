@@ -15,6 +15,15 @@ directly:
   not depend on x (-inf when n = 0), so that the Gibbs weight of point i for the
   cluster is ``state[log_weight] + log_kernel(context, state, i)``.
 
+A family may also set, with ``own_weight(&family.c, ...)``, ``own_log_weight(context,
+state, point)``: the Gibbs weight of a member for its own cluster as if it had been
+removed, ``state[log_weight] + log_kernel(context, state', point)`` for the state'
+without the point (n >= 2), computed from ``state`` without changing it; NaN where
+the family cannot compute it accurately. The Gibbs scan then weighs a point's
+clusters before removing it, and removes it only if it moves (most points stay,
+and a full covariance's removal and re-addition are two rank-one updates of a
+Cholesky factor, each costing more than a weight).
+
 Every callback runs without the GIL and may write to scratch in ``context``, so a
 context serves one chain at a time (``Family.copy`` makes another), except
 ``log_likelihood``, which the parallel samplers call from many threads at once: it
@@ -122,6 +131,7 @@ cdef struct ConjugateFamily:
     family_remove_t remove
     family_log_kernel_t log_kernel
     family_log_kernel_t log_predictive   # the whole log p(x_point | state)
+    family_log_kernel_t own_log_weight   # NULL, or a member's weight as if removed
     family_rebuild_t rebuild
     intp_t log_weight                    # offset of log n + constant (module docstring)
     intp_t key_dim                       # length of a projection direction u
@@ -165,6 +175,7 @@ cdef inline ConjugateFamily conjugate_family(
     f.remove = remove
     f.log_kernel = log_kernel
     f.log_predictive = log_predictive
+    f.own_log_weight = NULL
     f.rebuild = rebuild
     f.log_weight = log_weight
     f.key_dim = key_dim
@@ -181,6 +192,12 @@ cdef inline ConjugateFamily conjugate_family(
     f.moments_merge = NULL
     f.moments_state = NULL
     return f
+
+
+cdef inline void own_weight(
+        ConjugateFamily* f, family_log_kernel_t own_log_weight) noexcept:
+    """Give a family's table a member's weight as if removed (module docstring)."""
+    f.own_log_weight = own_log_weight
 
 
 cdef inline void explicit_parameters(

@@ -170,3 +170,29 @@ cdef class Family:
                 family_log_likelihood_rows(&self.c, &params[0], NULL, at[first], m,
                                            &by_range[first], &work[0])
         return np.asarray(by_row), np.asarray(by_block), np.asarray(by_range)
+
+    def _own_weight_check(self, members):
+        """A member's Gibbs weight for its cluster as if removed (for tests): for
+        each p of ``members``, ``own_log_weight`` from the state of all of them,
+        the same from the state ``remove`` leaves, and ``state[log_weight] +
+        log_kernel`` from the state rebuilt without p. NaN where the family has
+        no ``own_log_weight``."""
+        cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
+        cdef intp_t k, n = idx.shape[0]
+        cdef double[::1] whole = self._rebuilt_state(idx)
+        cdef double[::1] state
+        cdef double[::1] own = np.full(n, np.nan)
+        cdef double[::1] removed = np.empty(n)
+        cdef double[::1] rebuilt = np.empty(n)
+        for k in range(n):
+            if self.c.own_log_weight != NULL:
+                own[k] = self.c.own_log_weight(self.c.segments.context, &whole[0], idx[k])
+            state = np.array(whole)
+            if self.c.remove(self.c.segments.context, &state[0], idx[k]) < 0:
+                raise FloatingPointError(self.failure_message)
+            removed[k] = state[self.c.log_weight] + self.c.log_kernel(
+                self.c.segments.context, &state[0], idx[k])
+            state = self._rebuilt_state(np.delete(np.asarray(idx), k))
+            rebuilt[k] = state[self.c.log_weight] + self.c.log_kernel(
+                self.c.segments.context, &state[0], idx[k])
+        return np.asarray(own), np.asarray(removed), np.asarray(rebuilt)

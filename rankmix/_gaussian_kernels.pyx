@@ -68,7 +68,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from libc.math cimport (
-    INFINITY, M_LN2, M_PI, exp, fabs, frexp, isfinite, ldexp, lgamma, log, log1p, sqrt,
+    INFINITY, M_LN2, M_PI, NAN, exp, fabs, frexp, isfinite, ldexp, lgamma, log, log1p,
+    sqrt,
 )
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
@@ -78,14 +79,13 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     ROWS_BLOCK, STATE_COUNT, Family, block_moments, conjugate_family,
-    explicit_parameters, likelihood_rows,
+    explicit_parameters, likelihood_rows, own_weight,
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport (
     add1, add4, add_scaled_difference, lower_rows, rotate, scaled_squares,
-    scaled_squares4,
-    squared_distance,
+    scaled_squares4, squared_distance,
 )
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
@@ -555,6 +555,64 @@ cdef double state_log_predictive(
     return s[S_LOG_CONST] + state_log_kernel(p, s, x, work)
 
 
+cdef double full_quadratic(
+        const NIW* p,
+        const double* s,    # IN state, full
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """(x - m_n)^T Psi_n^{-1} (x - m_n) = |L^{-1} (x - m_n)|^2, O(d^2 / 2).
+
+    Column-oriented forward substitution: u = L^{-1} (x - m), |u|^2 summed as the
+    entries come out."""
+    cdef intp_t j, k, d = p.d
+    cdef const double* mean = s + S_MEAN
+    cdef const double* scale = s + p.scale_off
+    cdef const double* inv = s + p.inv_off
+    cdef const double* col
+    cdef const double* c1
+    cdef const double* c2
+    cdef const double* c3
+    cdef double q = 0.0, z, z1, z2, z3
+    for j in range(d):
+        work[j] = x[j] - mean[j]
+    k = 0
+    while k + 4 <= d:
+        # four columns at once: their 4 x 4 triangle column by column, then
+        # each later entry less the four columns' terms in column order (the
+        # subtractions of one column at a time, in the same order), which
+        # loads and stores work[j] once per four terms
+        col = scale + k * d
+        c1 = col + d
+        c2 = c1 + d
+        c3 = c2 + d
+        z = work[k] * inv[k]
+        q += z * z
+        work[k + 1] -= col[k + 1] * z
+        work[k + 2] -= col[k + 2] * z
+        work[k + 3] -= col[k + 3] * z
+        z1 = work[k + 1] * inv[k + 1]
+        q += z1 * z1
+        work[k + 2] -= c1[k + 2] * z1
+        work[k + 3] -= c1[k + 3] * z1
+        z2 = work[k + 2] * inv[k + 2]
+        q += z2 * z2
+        work[k + 3] -= c2[k + 3] * z2
+        z3 = work[k + 3] * inv[k + 3]
+        q += z3 * z3
+        # work[j] - col[j] z == work[j] + col[j] (-z), to the bit
+        add4(d - k - 4, work + k + 4, col + k + 4, c1 + k + 4, c2 + k + 4,
+             c3 + k + 4, -z, -z1, -z2, -z3)
+        k += 4
+    while k < d:
+        z = work[k] * inv[k]
+        q += z * z
+        col = scale + k * d
+        add1(d - k - 1, work + k + 1, col + k + 1, -z)   # work[j] -= col[j] z
+        k += 1
+    return q
+
+
 cdef double state_log_kernel(
         const NIW* p,
         const double* s,    # IN state
@@ -565,63 +623,52 @@ cdef double state_log_kernel(
 
     The samplers add it to the cached S_LOG_WEIGHT = log n + S_LOG_CONST.
     """
-    cdef intp_t j, k, d = p.d
+    cdef intp_t j, d = p.d
     cdef double kn = p.kappa + s[S_COUNT]
     cdef double half_power = 0.5 * (p.nu + s[S_COUNT] + 1.0)
     cdef double coef = kn / (kn + 1.0)
     cdef const double* mean = s + S_MEAN
-    cdef const double* scale = s + p.scale_off
     cdef const double* inv = s + p.inv_off
-    cdef const double* col
-    cdef const double* c1
-    cdef const double* c2
-    cdef const double* c3
-    cdef double q = 0.0, z, z1, z2, z3, diff, product = 1.0
+    cdef double q = 0.0, diff, product = 1.0
     if p.full:
-        # Column-oriented forward substitution: u = L^{-1} (x - m), |u|^2 summed as
-        # the entries come out.
-        for j in range(d):
-            work[j] = x[j] - mean[j]
-        k = 0
-        while k + 4 <= d:
-            # four columns at once: their 4 x 4 triangle column by column, then
-            # each later entry less the four columns' terms in column order (the
-            # subtractions of one column at a time, in the same order), which
-            # loads and stores work[j] once per four terms
-            col = scale + k * d
-            c1 = col + d
-            c2 = c1 + d
-            c3 = c2 + d
-            z = work[k] * inv[k]
-            q += z * z
-            work[k + 1] -= col[k + 1] * z
-            work[k + 2] -= col[k + 2] * z
-            work[k + 3] -= col[k + 3] * z
-            z1 = work[k + 1] * inv[k + 1]
-            q += z1 * z1
-            work[k + 2] -= c1[k + 2] * z1
-            work[k + 3] -= c1[k + 3] * z1
-            z2 = work[k + 2] * inv[k + 2]
-            q += z2 * z2
-            work[k + 3] -= c2[k + 3] * z2
-            z3 = work[k + 3] * inv[k + 3]
-            q += z3 * z3
-            # work[j] - col[j] z == work[j] + col[j] (-z), to the bit
-            add4(d - k - 4, work + k + 4, col + k + 4, c1 + k + 4, c2 + k + 4,
-                 c3 + k + 4, -z, -z1, -z2, -z3)
-            k += 4
-        while k < d:
-            z = work[k] * inv[k]
-            q += z * z
-            col = scale + k * d
-            add1(d - k - 1, work + k + 1, col + k + 1, -z)   # work[j] -= col[j] z
-            k += 1
-        return -half_power * log1p(coef * q)
+        return -half_power * log1p(coef * full_quadratic(p, s, x, work))
     # diag: a product of d one-dimensional Student-t terms, one log for all of them
     for j in range(d):
         diff = x[j] - mean[j]
         flushed_product(1.0 + coef * diff * diff * inv[j], &q, &product)
     return -half_power * (q + log(product))
+
+
+# the own weight falls back on a removal where 1 - c a (below) is this small: the
+# ratio of determinants |Psi_{n-1}| / |Psi_n| it stands for would have lost more
+# than half its digits to cancellation
+cdef double OWN_WEIGHT_MIN_RATIO = 1e-8
+
+
+cdef double state_own_log_weight(
+        const NIW* p,
+        const double* s,    # IN state, full, with x among its n >= 2 points
+        const double* x,    # IN (d,)
+        double* work,       # scratch (d,)
+) noexcept nogil:
+    """The Gibbs weight of x for the cluster of ``s`` without x, from ``s``: what
+    ``state_remove`` followed by S_LOG_WEIGHT + ``state_log_kernel`` give, O(d^2 /
+    2) instead of a rank-one downdate; NaN where it would be inaccurate.
+
+    With kappa = kappa_0 + n, u = x - m_n, a = u^T Psi_n^{-1} u and c = kappa /
+    (kappa - 1) (``state_remove``: x - m_{n-1} = c u and Psi_{n-1} = Psi_n - c u
+    u^T), the matrix determinant lemma and Sherman-Morrison give |Psi_{n-1}| =
+    |Psi_n| (1 - c a) and (kappa - 1) / kappa (x - m_{n-1})^T Psi_{n-1}^{-1} (x -
+    m_{n-1}) = c a / (1 - c a), so the weight is log(n - 1) + lg_pred[n - 1] -
+    d / 2 log(pi kappa / (kappa - 1)) - log|Psi_n| / 2 + (nu_0 + n - 1) / 2
+    log(1 - c a)."""
+    cdef double n = s[S_COUNT], kn = p.kappa + n
+    cdef double ca = kn / (kn - 1.0) * full_quadratic(p, s, x, work)
+    if not (1.0 - ca > OWN_WEIGHT_MIN_RATIO):
+        return NAN
+    return (log(n - 1.0) + p.lg_pred[<intp_t> n - 1]
+            - 0.5 * p.d * log(M_PI * kn / (kn - 1.0)) - 0.5 * s[S_LOG_DET]
+            + 0.5 * (p.nu + n - 1.0) * log1p(-ca))
 
 
 cdef double state_log_marginal(const NIW* p, const double* s) noexcept nogil:
@@ -853,6 +900,12 @@ cdef int _niw_remove(void* context, double* state, intp_t point) noexcept nogil:
 cdef double _niw_log_kernel(void* context, const double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
     return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
+
+
+cdef double _niw_own_log_weight(
+        void* context, const double* state, intp_t point) noexcept nogil:
+    cdef NIWContext* c = <NIWContext*> context
+    return state_own_log_weight(c.p, state, c.X + point * c.d, c.work)
 
 
 cdef double _niw_log_predictive(
@@ -1171,6 +1224,8 @@ cdef class NIWFamily(Family):
         explicit_parameters(
             &self.c, model.p.d + model.p.scale_size + 1, model.p.d,
             _niw_draw_params, _niw_log_likelihood)
+        if model.p.full:
+            own_weight(&self.c, _niw_own_log_weight)
         if model.p.full and model.p.d <= ROWS_FULL_MAX_D:
             likelihood_rows(&self.c, _niw_log_likelihood_rows,
                             2 * model.p.d * ROWS_BLOCK)

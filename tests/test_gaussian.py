@@ -276,6 +276,28 @@ def test_gibbs_weights_are_size_times_predictive():
         assert_allclose(new, expected_new, rtol=1e-10)
 
 
+@pytest.mark.parametrize("d", [1, 3, 6, 40])
+def test_own_weight_is_the_weight_after_removing_the_point(d):
+    # own_log_weight (full covariances): a member's Gibbs weight for its own
+    # cluster computed from the state with it (determinant lemma and
+    # Sherman-Morrison), against the weight from the state that remove leaves and
+    # from the state rebuilt without it, for clusters of 2, 3 and 30 points of
+    # unscaled data; the Gibbs scan weighs with it and removes a point only if it
+    # moves
+    rng = np.random.default_rng(d)
+    X = 5.0 + 2.0 * rng.normal(size=(60, d))
+    model = NIWModel(np.zeros(d), 0.5, d + 2.0, random_spd(rng, d), True, 80)
+    family = model.family(X)
+    for members in ([0, 1], [3, 9, 20], list(range(0, 60, 2))):
+        own, removed, rebuilt = family._own_weight_check(members)
+        assert np.all(np.isfinite(own))
+        assert_allclose(own, rebuilt, rtol=1e-12, atol=1e-11)
+        assert_allclose(removed, rebuilt, rtol=1e-12, atol=1e-11)
+    # diagonal covariances have none: their removal costs O(d)
+    diag = NIWModel(np.zeros(d), 0.5, 3.0, np.ones(d), False, 80).family(X)
+    assert np.all(np.isnan(diag._own_weight_check([0, 1, 2])[0]))
+
+
 # -- the NIW family in the sampler core ----------------------------------------
 
 
