@@ -41,6 +41,8 @@ cdef class CollapsedChain:
     cdef Slots slots           # which slots hold clusters (see _slots.pxd)
     cdef double* states        # (capacity, W)
     cdef double* log_prob      # (capacity + 1,) assignment scratch
+    cdef double* kernel_table  # (capacity, ROWS_BLOCK): a block of points' kernels
+    cdef public bint _kernel_blocks   # weigh in blocks where the family can (tests)
 
     # scratch
     cdef double* direction     # (key_dim,) the burn-in's projection direction u
@@ -77,11 +79,13 @@ cdef class CollapsedChain:
     cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil
     cdef int _fail(self) except -1 nogil
     cdef intp_t _weigh(self, intp_t i, double log_alpha, intp_t own,
-                       double own_weight) noexcept nogil
-    cdef int _place(self, intp_t i, intp_t choice) except -1 nogil
+                       double own_weight, const double* kernels) noexcept nogil
+    cdef intp_t _place(self, intp_t i, intp_t choice) except -1 nogil
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil
     cdef int _remove(self, intp_t i) except -1 nogil
     cdef int _gibbs_scan(self) except -1 nogil
+    cdef void _block_kernels(self, intp_t c, intp_t first, intp_t m) noexcept nogil
+    cdef int _gibbs_scan_blocks(self) except -1 nogil
     cdef int _split_merge(self) except -1 nogil
     cdef double _pair_log_ratio(self, const double* state_a,
                                 const double* state_b) noexcept nogil

@@ -122,7 +122,7 @@ from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
 from ._family cimport (
-    STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
+    ROWS_BLOCK, STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
     family_log_kernel_t, family_log_marginal, family_rebuild, family_remove,
     family_reset,
 )
@@ -219,6 +219,7 @@ cdef class CollapsedChain:
         if self.sample_alpha:
             self.alpha_shape, self.alpha_rate = alpha_prior
         self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
+        self._kernel_blocks = True
         self.rng = bitgen_pointer(self.bit_generator)
         self.labels = np.empty(self.N, dtype=np.intp)
 
@@ -266,7 +267,7 @@ cdef class CollapsedChain:
 
     def __dealloc__(self):
         slots_free(&self.slots)
-        free(self.states); free(self.log_prob)
+        free(self.states); free(self.log_prob); free(self.kernel_table)
         free(self.direction); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
         free(self.order); free(self.ends_old); free(self.ends_new)
@@ -280,6 +281,9 @@ cdef class CollapsedChain:
             return 0
         self.states = <double*> grow_array(self.states, capacity * self.W * sizeof(double))
         self.log_prob = <double*> grow_array(self.log_prob, (capacity + 1) * sizeof(double))
+        if self.f.log_kernel_rows != NULL:
+            self.kernel_table = <double*> grow_array(
+                self.kernel_table, capacity * ROWS_BLOCK * sizeof(double))
         slots_grow(&self.slots, capacity)
         return 0
 
@@ -336,11 +340,13 @@ cdef class CollapsedChain:
     # -- moves ---------------------------------------------------------------------
 
     cdef intp_t _weigh(self, intp_t i, double log_alpha, intp_t own,
-                       double own_weight) noexcept nogil:
+                       double own_weight, const double* kernels) noexcept nogil:
         """Draw point i's cluster from its collapsed conditional: the index into
         ``slots.active``, or ``n_active`` for a new cluster. The active cluster at
-        index ``own`` (-1: none) has the weight ``own_weight``, given."""
-        cdef intp_t a
+        index ``own`` (-1: none) has the weight ``own_weight``, given; slot c's
+        kernel is ``kernels[c * ROWS_BLOCK]`` (``_gibbs_scan_blocks``), or the
+        family's ``log_kernel`` where ``kernels`` is NULL."""
+        cdef intp_t a, c
         # The hot loop: K calls through the family's pointer per point. The callee is
         # opaque to the compiler, so what it would otherwise re-read from self after
         # every call is read once here.
@@ -356,13 +362,17 @@ cdef class CollapsedChain:
             if a == own:
                 log_prob[a] = own_weight
                 continue
-            s = states + active[a] * width
-            log_prob[a] = s[weight_offset] + log_kernel(context, s, i)
+            c = active[a]
+            s = states + c * width
+            if kernels != NULL:
+                log_prob[a] = s[weight_offset] + kernels[c * ROWS_BLOCK]
+            else:
+                log_prob[a] = s[weight_offset] + log_kernel(context, s, i)
         log_prob[n_active] = log_alpha + self.log_prior_predictive[i]
         return draw_from_logs(log_prob, n_active + 1, self.rng)
 
-    cdef int _place(self, intp_t i, intp_t choice) except -1 nogil:
-        """Add point i (in no cluster) to the cluster ``_weigh`` drew."""
+    cdef intp_t _place(self, intp_t i, intp_t choice) except -1 nogil:
+        """Add point i (in no cluster) to the cluster ``_weigh`` drew; its slot."""
         cdef intp_t c
         if choice == self.slots.n_active:
             c = self._open_slot()
@@ -370,11 +380,12 @@ cdef class CollapsedChain:
             c = self.slots.active[choice]
         family_add(&self.f, self._state(c), i)
         self.labels[i] = c
-        return 0
+        return c
 
     cdef int _seat(self, intp_t i, double log_alpha) except -1 nogil:
         """Draw point i (in no cluster) into a cluster from its collapsed conditional."""
-        return self._place(i, self._weigh(i, log_alpha, -1, 0.0))
+        self._place(i, self._weigh(i, log_alpha, -1, 0.0, NULL))
+        return 0
 
     cdef int _remove(self, intp_t i) except -1 nogil:
         """Take point i out of its cluster, closing the cluster if i was alone."""
@@ -392,10 +403,14 @@ cdef class CollapsedChain:
         Where the family has ``own_log_weight`` (``_family.pxd``), a member of a
         cluster of two or more is weighed before it is removed, its own cluster's
         weight computed as if it were not there, and removed only if it moves: the
-        conditional is the same, and a point that stays costs no update."""
+        conditional is the same, and a point that stays costs no update. Where it
+        also has ``log_kernel_rows``, the points are weighed in blocks
+        (``_gibbs_scan_blocks``), with the same draws."""
         cdef intp_t i, c_old, own, choice
         cdef double log_alpha = log(self.alpha), own_weight
         cdef double* s
+        if self.f.log_kernel_rows != NULL and self._kernel_blocks:
+            return self._gibbs_scan_blocks()
         for i in range(self.N):
             c_old = self.labels[i]
             s = self._state(c_old)
@@ -403,13 +418,65 @@ cdef class CollapsedChain:
                 own_weight = self.f.own_log_weight(self.f.segments.context, s, i)
                 if own_weight == own_weight:     # not NaN
                     own = self.slots.active_pos[c_old]
-                    choice = self._weigh(i, log_alpha, own, own_weight)
+                    choice = self._weigh(i, log_alpha, own, own_weight, NULL)
                     if choice != own:
                         self._remove(i)
                         self._place(i, choice)
                     continue
             self._remove(i)
             self._seat(i, log_alpha)
+        return 0
+
+    cdef void _block_kernels(self, intp_t c, intp_t first, intp_t m) noexcept nogil:
+        """``kernel_table``'s row of slot c <- the kernels of points first..first+m-1,
+        from the slot's state now (columns ``first % ROWS_BLOCK`` on)."""
+        self.f.log_kernel_rows(self.f.segments.context, self._state(c), first, m,
+                               self.kernel_table + c * ROWS_BLOCK + first % ROWS_BLOCK)
+
+    cdef int _gibbs_scan_blocks(self) except -1 nogil:
+        """``_gibbs_scan`` by blocks of ``ROWS_BLOCK`` points: at a block's start
+        every cluster's kernels of its points (``log_kernel_rows``, a factor read
+        once for the block), and after each change of a state (a point out of or
+        into a cluster) that cluster's kernels of the block's later points again.
+        So every weight comes from the state as it is when the point is weighed,
+        the same doubles as the point-by-point scan's, and so are the draws."""
+        cdef intp_t first, m, r, i, a, c_old, c_new, own, choice, last
+        cdef double log_alpha = log(self.alpha), own_weight
+        cdef double* s
+        cdef bint closed
+        first = 0
+        while first < self.N:
+            m = min(<intp_t> ROWS_BLOCK, self.N - first)
+            last = first + m
+            for a in range(self.slots.n_active):
+                self._block_kernels(self.slots.active[a], first, m)
+            for r in range(m):
+                i = first + r
+                c_old = self.labels[i]
+                s = self._state(c_old)
+                if self.f.own_log_weight != NULL and s[STATE_COUNT] >= 2.0:
+                    own_weight = self.f.own_log_weight(self.f.segments.context, s, i)
+                    if own_weight == own_weight:     # not NaN
+                        own = self.slots.active_pos[c_old]
+                        choice = self._weigh(i, log_alpha, own, own_weight,
+                                             self.kernel_table + r)
+                        if choice != own:
+                            self._remove(i)
+                            c_new = self._place(i, choice)
+                            if i + 1 < last:
+                                self._block_kernels(c_old, i + 1, last - i - 1)
+                                self._block_kernels(c_new, i + 1, last - i - 1)
+                        continue
+                closed = s[STATE_COUNT] <= 1.0
+                self._remove(i)
+                if not closed:
+                    # its state changed: the kernels of this point on
+                    self._block_kernels(c_old, i, last - i)
+                c_new = self._place(
+                    i, self._weigh(i, log_alpha, -1, 0.0, self.kernel_table + r))
+                if i + 1 < last:
+                    self._block_kernels(c_new, i + 1, last - i - 1)
+            first = last
         return 0
 
     cdef int _split_merge(self) except -1 nogil:

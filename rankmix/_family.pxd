@@ -24,6 +24,13 @@ clusters before removing it, and removes it only if it moves (most points stay,
 and a full covariance's removal and re-addition are two rank-one updates of a
 Cholesky factor, each costing more than a weight).
 
+And it may set, with ``kernel_rows(&family.c, ...)``, ``log_kernel_rows(context,
+state, first, m, out)``: ``out[r]`` <- ``log_kernel(context, state, first + r)`` for
+m <= ``ROWS_BLOCK`` consecutive points, each to the last bit, the state read once
+for the m. The Gibbs scan then weighs its points in blocks: a state is the same
+from one point to the next unless a point moved into or out of it, so a block's
+kernels are computed cluster by cluster and only a changed cluster's again.
+
 Every callback runs without the GIL and may write to scratch in ``context``, so a
 context serves one chain at a time (``Family.copy`` makes another), except
 ``log_likelihood``, which the parallel samplers call from many threads at once: it
@@ -99,6 +106,10 @@ ctypedef double (*family_log_kernel_t)(
 # state <- the statistics of the points ``members[:n]`` from scratch; < 0 on failure
 ctypedef int (*family_rebuild_t)(
     void* context, double* state, const intp_t* members, intp_t n) noexcept nogil
+# log_kernel of m <= ROWS_BLOCK consecutive points (module docstring)
+ctypedef void (*family_log_kernel_rows_t)(
+    void* context, const double* state, intp_t first, intp_t m,
+    double* out) noexcept nogil
 # projection keys of the burn-in hill climbing: u . (point) and u . (cluster location)
 # for a direction u of ``key_dim`` doubles
 ctypedef double (*family_point_key_t)(
@@ -132,6 +143,7 @@ cdef struct ConjugateFamily:
     family_log_kernel_t log_kernel
     family_log_kernel_t log_predictive   # the whole log p(x_point | state)
     family_log_kernel_t own_log_weight   # NULL, or a member's weight as if removed
+    family_log_kernel_rows_t log_kernel_rows   # NULL, or m consecutive points' kernels
     family_rebuild_t rebuild
     intp_t log_weight                    # offset of log n + constant (module docstring)
     intp_t key_dim                       # length of a projection direction u
@@ -176,6 +188,7 @@ cdef inline ConjugateFamily conjugate_family(
     f.log_kernel = log_kernel
     f.log_predictive = log_predictive
     f.own_log_weight = NULL
+    f.log_kernel_rows = NULL
     f.rebuild = rebuild
     f.log_weight = log_weight
     f.key_dim = key_dim
@@ -198,6 +211,12 @@ cdef inline void own_weight(
         ConjugateFamily* f, family_log_kernel_t own_log_weight) noexcept:
     """Give a family's table a member's weight as if removed (module docstring)."""
     f.own_log_weight = own_log_weight
+
+
+cdef inline void kernel_rows(
+        ConjugateFamily* f, family_log_kernel_rows_t log_kernel_rows) noexcept:
+    """Give a family's table the kernels of consecutive points (module docstring)."""
+    f.log_kernel_rows = log_kernel_rows
 
 
 cdef inline void explicit_parameters(

@@ -196,3 +196,21 @@ cdef class Family:
             rebuilt[k] = state[self.c.log_weight] + self.c.log_kernel(
                 self.c.segments.context, &state[0], idx[k])
         return np.asarray(own), np.asarray(removed), np.asarray(rebuilt)
+
+    def _kernel_rows_check(self, members, intp_t first, intp_t m):
+        """``log_kernel_rows`` of the points first..first+m-1 (m <= ROWS_BLOCK) for
+        the state of ``members``, and ``log_kernel`` of each (for tests)."""
+        if self.c.log_kernel_rows == NULL:
+            raise ValueError("this family has no log_kernel_rows")
+        if not 0 < m <= ROWS_BLOCK or first < 0 or first + m > self.n_points:
+            raise ValueError("the points must be m <= ROWS_BLOCK rows of the data")
+        cdef double[::1] state = self._rebuilt_state(
+            np.ascontiguousarray(members, dtype=np.intp))
+        cdef double[::1] by_rows = np.empty(m)
+        cdef double[::1] one_by_one = np.empty(m)
+        cdef intp_t r
+        self.c.log_kernel_rows(self.c.segments.context, &state[0], first, m, &by_rows[0])
+        for r in range(m):
+            one_by_one[r] = self.c.log_kernel(self.c.segments.context, &state[0],
+                                              first + r)
+        return np.asarray(by_rows), np.asarray(one_by_one)

@@ -79,13 +79,13 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     ROWS_BLOCK, STATE_COUNT, Family, block_moments, conjugate_family,
-    explicit_parameters, likelihood_rows, own_weight,
+    explicit_parameters, kernel_rows, likelihood_rows, own_weight,
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport (
-    add1, add4, add_scaled_difference, lower_rows, rotate, scaled_squares,
-    scaled_squares4, squared_distance,
+    add1, add4, add_scaled_difference, forward_rows, lower_rows, rotate,
+    scaled_squares, scaled_squares4, squared_distance,
 )
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
@@ -902,6 +902,31 @@ cdef double _niw_log_kernel(void* context, const double* state, intp_t point) no
     return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
 
 
+cdef void _niw_log_kernel_rows(
+        void* context, const double* s, intp_t first, intp_t m,
+        double* out) noexcept nogil:
+    """``_niw_log_kernel`` of m <= ROWS_BLOCK consecutive points, full covariances
+    (``_family.pxd``): their forward substitutions at once, the rows innermost
+    (``_simd.forward_rows``), so that the factor is read once for the m; each
+    value is that point's to the last bit."""
+    cdef NIWContext* c = <NIWContext*> context
+    cdef const NIW* p = c.p
+    cdef intp_t j, r, d = p.d
+    cdef double kn = p.kappa + s[S_COUNT]
+    cdef double half_power = 0.5 * (p.nu + s[S_COUNT] + 1.0)
+    cdef double coef = kn / (kn + 1.0)
+    cdef const double* mean = s + S_MEAN
+    cdef const double* x
+    cdef double* W = c.work          # (d, ROWS_BLOCK): row r's x - m_n in column r
+    for r in range(m):
+        x = c.X + (first + r) * d
+        for j in range(d):
+            W[j * ROWS_BLOCK + r] = x[j] - mean[j]
+    forward_rows(d, m, ROWS_BLOCK, s + p.scale_off, s + p.inv_off, W, out)
+    for r in range(m):
+        out[r] = -half_power * log1p(coef * out[r])
+
+
 cdef double _niw_own_log_weight(
         void* context, const double* state, intp_t point) noexcept nogil:
     cdef NIWContext* c = <NIWContext*> context
@@ -1212,7 +1237,10 @@ cdef class NIWFamily(Family):
         self.data = X.base if X.base is not None else X
         self.X = X
         self.n_points = X.shape[0]
-        self.work = np.empty(model.p.d * model.p.d + model.p.d, dtype=np.float64)
+        # the callbacks' scratch: d^2 + d (a draw's factor), ROWS_BLOCK d (a block of
+        # rows' forward substitutions)
+        self.work = np.empty(max(model.p.d * model.p.d + model.p.d,
+                                 ROWS_BLOCK * model.p.d), dtype=np.float64)
         self.context.p = &model.p
         self.context.d = model.p.d
         self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
@@ -1226,6 +1254,7 @@ cdef class NIWFamily(Family):
             _niw_draw_params, _niw_log_likelihood)
         if model.p.full:
             own_weight(&self.c, _niw_own_log_weight)
+            kernel_rows(&self.c, _niw_log_kernel_rows)
         if model.p.full and model.p.d <= ROWS_FULL_MAX_D:
             likelihood_rows(&self.c, _niw_log_likelihood_rows,
                             2 * model.p.d * ROWS_BLOCK)

@@ -269,6 +269,89 @@ cdef extern from *:
             }
     }
 
+    /* The forward substitution u = L^{-1} y of m rows at once, the rows
+       innermost: L lower triangular by columns (column k at L + k d), inv[k] =
+       1 / L[k, k], W a (d, rb) table with row r's y in column r (overwritten),
+       q[r] <- |u_r|^2 summed as the entries come out. Column by column, four at
+       a time: u_k = W[k] inv[k], then each later entry less the column's terms,
+       in column order, as rankmix/_gaussian_kernels.pyx's full_quadratic does
+       for one row (its triangle corner as w - c u, the rest as w + c (-u), the
+       same doubles): each row's q is that row's to the last bit. m <= 16. */
+    #define RANKMIX_FORWARD_CORNER(w, cc, z) \\
+        for (r = 0; r < m; r++) \\
+            w[r] = w[r] - cc * z[r];
+    RANKMIX_CLONES static void rankmix_forward_rows(
+            ptrdiff_t d, ptrdiff_t m, ptrdiff_t rb, const double* L,
+            const double* inv, double* W, double* q) {
+        ptrdiff_t j, k = 0, r;
+        double z0[16], z1[16], z2[16], z3[16], t;
+        const double *c0, *c1, *c2, *c3;
+        double *w0, *w1, *w2, *w3, *wj;
+        for (r = 0; r < m; r++)
+            q[r] = 0.0;
+        for (; k + 4 <= d; k += 4) {
+            c0 = L + k * d;
+            c1 = c0 + d;
+            c2 = c1 + d;
+            c3 = c2 + d;
+            w0 = W + k * rb;
+            w1 = w0 + rb;
+            w2 = w1 + rb;
+            w3 = w2 + rb;
+            for (r = 0; r < m; r++) {
+                z0[r] = w0[r] * inv[k];
+                q[r] = q[r] + z0[r] * z0[r];
+            }
+            RANKMIX_FORWARD_CORNER(w1, c0[k + 1], z0)
+            RANKMIX_FORWARD_CORNER(w2, c0[k + 2], z0)
+            RANKMIX_FORWARD_CORNER(w3, c0[k + 3], z0)
+            for (r = 0; r < m; r++) {
+                z1[r] = w1[r] * inv[k + 1];
+                q[r] = q[r] + z1[r] * z1[r];
+            }
+            RANKMIX_FORWARD_CORNER(w2, c1[k + 2], z1)
+            RANKMIX_FORWARD_CORNER(w3, c1[k + 3], z1)
+            for (r = 0; r < m; r++) {
+                z2[r] = w2[r] * inv[k + 2];
+                q[r] = q[r] + z2[r] * z2[r];
+            }
+            RANKMIX_FORWARD_CORNER(w3, c2[k + 3], z2)
+            for (r = 0; r < m; r++) {
+                z3[r] = w3[r] * inv[k + 3];
+                q[r] = q[r] + z3[r] * z3[r];
+                z0[r] = -z0[r];
+                z1[r] = -z1[r];
+                z2[r] = -z2[r];
+                z3[r] = -z3[r];
+            }
+            for (j = k + 4; j < d; j++) {
+                wj = W + j * rb;
+                for (r = 0; r < m; r++) {
+                    t = wj[r];
+                    t = t + c0[j] * z0[r];
+                    t = t + c1[j] * z1[r];
+                    t = t + c2[j] * z2[r];
+                    t = t + c3[j] * z3[r];
+                    wj[r] = t;
+                }
+            }
+        }
+        for (; k < d; k++) {
+            c0 = L + k * d;
+            w0 = W + k * rb;
+            for (r = 0; r < m; r++) {
+                z0[r] = w0[r] * inv[k];
+                q[r] = q[r] + z0[r] * z0[r];
+                z0[r] = -z0[r];
+            }
+            for (j = k + 1; j < d; j++) {
+                wj = W + j * rb;
+                for (r = 0; r < m; r++)
+                    wj[r] = wj[r] + c0[j] * z0[r];
+            }
+        }
+    }
+
     /* One column of a Cholesky rank-one update (s_col = s) or downdate
        (s_col = -s): col[i] = (col[i] + s_col v[i]) / c, then
        v[i] = c v[i] - s col[i] with the new col[i]. */
@@ -303,6 +386,9 @@ cdef extern from *:
     void lower_rows "rankmix_lower_rows"(
         Py_ssize_t d, Py_ssize_t m, Py_ssize_t rb, const double* C, const double* y,
         double* z) noexcept nogil
+    void forward_rows "rankmix_forward_rows"(
+        Py_ssize_t d, Py_ssize_t m, Py_ssize_t rb, const double* L, const double* inv,
+        double* W, double* q) noexcept nogil
     void rotate "rankmix_rotate"(
         Py_ssize_t n, double* col, double* v, double c, double s_col,
         double s) noexcept nogil

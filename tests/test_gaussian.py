@@ -298,6 +298,49 @@ def test_own_weight_is_the_weight_after_removing_the_point(d):
     assert np.all(np.isnan(diag._own_weight_check([0, 1, 2])[0]))
 
 
+@pytest.mark.parametrize("d", [1, 3, 4, 7, 16, 41])
+def test_kernels_of_consecutive_points_are_theirs_one_by_one(d):
+    # log_kernel_rows (full covariances): the Student-t kernels of up to 16
+    # consecutive points at once, the rows innermost, each to the last bit what
+    # log_kernel gives it alone (d = 1 to 41: whole groups of four columns and
+    # tails of one to three; blocks of 16 rows, of 1 and of 5)
+    rng = np.random.default_rng(d)
+    X = 5.0 + 2.0 * rng.normal(size=(40, d))
+    family = NIWModel(np.zeros(d), 0.5, d + 2.0, random_spd(rng, d), True,
+                      80).family(X)
+    for first, m in ((0, 16), (17, 1), (30, 5), (24, 16)):
+        by_rows, one_by_one = family._kernel_rows_check(range(0, 40, 3), first, m)
+        assert np.all(np.isfinite(one_by_one)) and (m == 1 or np.ptp(one_by_one) > 0)
+        assert_array_equal(by_rows, one_by_one)
+
+
+def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point():
+    # the Gibbs scan weighs points in blocks where the family has log_kernel_rows,
+    # refreshing a cluster's kernels whenever a point moves into or out of it:
+    # from a random start of 20 clusters, where many points move and clusters
+    # open and close, the chain draws what the point-by-point scan draws, to the
+    # bit, sweep by sweep
+    rng = np.random.default_rng(7)
+    X = np.concatenate([rng.normal(size=(70, 5)) + 4.0 * c for c in range(3)])[:203]
+    model = NIWModel(np.zeros(5), 0.5, 7.0, np.eye(5), True, len(X))
+    chains = []
+    for blocks in (True, False):
+        chain = CollapsedChain(model.family(X), 1.0, True, 0, None, 20,
+                               np.random.PCG64(11))
+        chain._kernel_blocks = blocks
+        chains.append(chain)
+    moved = 0
+    for _ in range(6):
+        before = chains[0].snapshot()[0]
+        for chain in chains:
+            chain.sweep(1)
+        by_blocks, by_points = (chain.snapshot()[0] for chain in chains)
+        assert_array_equal(by_blocks, by_points)
+        assert chains[0].log_joint == chains[1].log_joint
+        moved += np.sum(by_blocks != before)
+    assert moved > 50
+
+
 # -- the NIW family in the sampler core ----------------------------------------
 
 
