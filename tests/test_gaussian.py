@@ -296,6 +296,12 @@ def test_own_weight_is_the_weight_after_removing_the_point(d):
     # diagonal covariances have none: their removal costs O(d)
     diag = NIWModel(np.zeros(d), 0.5, 3.0, np.ones(d), False, 80).family(X)
     assert np.all(np.isnan(diag._own_weight_check([0, 1, 2])[0]))
+    # a pair under a prior of almost no mass (kappa and psi 1e-12): |Psi_1| /
+    # |Psi_2| = 1 - c a is about 1e-12, lost to cancellation, so NaN, and the scan
+    # removes the point instead
+    tiny = NIWModel(np.zeros(d), 1e-12, d + 1.0, 1e-12 * np.eye(d), True, 80)
+    own, removed, rebuilt = tiny.family(X)._own_weight_check([0, 1])
+    assert np.all(np.isnan(own)) and np.all(np.isfinite(rebuilt))
 
 
 @pytest.mark.parametrize("d", [1, 3, 4, 7, 16, 41])
