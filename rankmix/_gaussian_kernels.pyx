@@ -647,13 +647,13 @@ cdef double OWN_WEIGHT_MIN_RATIO = 1e-8
 
 cdef double state_own_log_weight(
         const NIW* p,
-        const double* s,    # IN state, full, with x among its n >= 2 points
+        const double* s,    # IN state, with x among its n >= 2 points
         const double* x,    # IN (d,)
         double* work,       # scratch (d,)
 ) noexcept nogil:
     """The Gibbs weight of x for the cluster of ``s`` without x, from ``s``: what
     ``state_remove`` followed by S_LOG_WEIGHT + ``state_log_kernel`` give, O(d^2 /
-    2) instead of a rank-one downdate; NaN where it would be inaccurate.
+    2) (full) or O(d) instead of an update; NaN where it would be inaccurate.
 
     With kappa = kappa_0 + n, u = x - m_n, a = u^T Psi_n^{-1} u and c = kappa /
     (kappa - 1) (``state_remove``: x - m_{n-1} = c u and Psi_{n-1} = Psi_n - c u
@@ -661,14 +661,30 @@ cdef double state_own_log_weight(
     |Psi_n| (1 - c a) and (kappa - 1) / kappa (x - m_{n-1})^T Psi_{n-1}^{-1} (x -
     m_{n-1}) = c a / (1 - c a), so the weight is log(n - 1) + lg_pred[n - 1] -
     d / 2 log(pi kappa / (kappa - 1)) - log|Psi_n| / 2 + (nu_0 + n - 1) / 2
-    log(1 - c a)."""
-    cdef double n = s[S_COUNT], kn = p.kappa + n
-    cdef double ca = kn / (kn - 1.0) * full_quadratic(p, s, x, work)
-    if not (1.0 - ca > OWN_WEIGHT_MIN_RATIO):
-        return NAN
+    log(1 - c a). Diagonal: the same for each feature j, with a_j = u_j^2 /
+    psi_nj, log(1 - c a) becoming the sum over j of log(1 - c a_j) (one log of
+    the product of the 1 / (1 - c a_j), as ``state_log_kernel`` takes)."""
+    cdef intp_t j, d = p.d
+    cdef double n = s[S_COUNT], kn = p.kappa + n, c = kn / (kn - 1.0)
+    cdef double ca, diff, log_ratio, log_sum = 0.0, product = 1.0
+    cdef const double* mean = s + S_MEAN
+    cdef const double* inv = s + p.inv_off
+    if p.full:
+        ca = c * full_quadratic(p, s, x, work)
+        if not (1.0 - ca > OWN_WEIGHT_MIN_RATIO):
+            return NAN
+        log_ratio = log1p(-ca)
+    else:
+        for j in range(d):
+            diff = x[j] - mean[j]
+            ca = c * diff * diff * inv[j]
+            if not (1.0 - ca > OWN_WEIGHT_MIN_RATIO):
+                return NAN
+            flushed_product(1.0 / (1.0 - ca), &log_sum, &product)
+        log_ratio = -(log_sum + log(product))
     return (log(n - 1.0) + p.lg_pred[<intp_t> n - 1]
-            - 0.5 * p.d * log(M_PI * kn / (kn - 1.0)) - 0.5 * s[S_LOG_DET]
-            + 0.5 * (p.nu + n - 1.0) * log1p(-ca))
+            - 0.5 * d * log(M_PI * kn / (kn - 1.0)) - 0.5 * s[S_LOG_DET]
+            + 0.5 * (p.nu + n - 1.0) * log_ratio)
 
 
 cdef double state_log_marginal(const NIW* p, const double* s) noexcept nogil:
@@ -905,10 +921,11 @@ cdef double _niw_log_kernel(void* context, const double* state, intp_t point) no
 cdef void _niw_log_kernel_rows(
         void* context, const double* s, intp_t first, intp_t m,
         double* out) noexcept nogil:
-    """``_niw_log_kernel`` of m <= ROWS_BLOCK consecutive points, full covariances
-    (``_family.pxd``): their forward substitutions at once, the rows innermost
-    (``_simd.forward_rows``), so that the factor is read once for the m; each
-    value is that point's to the last bit."""
+    """``_niw_log_kernel`` of m <= ROWS_BLOCK consecutive points (``_family.pxd``):
+    for full covariances their forward substitutions at once, the rows innermost
+    (``_simd.forward_rows``), so that the factor is read once for the m; for
+    diagonal ones the products feature by feature. Each value is that point's to
+    the last bit."""
     cdef NIWContext* c = <NIWContext*> context
     cdef const NIW* p = c.p
     cdef intp_t j, r, d = p.d
@@ -916,8 +933,25 @@ cdef void _niw_log_kernel_rows(
     cdef double half_power = 0.5 * (p.nu + s[S_COUNT] + 1.0)
     cdef double coef = kn / (kn + 1.0)
     cdef const double* mean = s + S_MEAN
+    cdef const double* inv = s + p.inv_off
     cdef const double* x
     cdef double* W = c.work          # (d, ROWS_BLOCK): row r's x - m_n in column r
+    cdef double* product = c.work    # diag: (ROWS_BLOCK,) each row's running product
+    cdef double diff
+    if not p.full:
+        # each row's product of (1 + ...) as state_log_kernel's, the rows taking
+        # turns feature by feature: one row's products wait on each other, the
+        # rows' do not
+        for r in range(m):
+            out[r] = 0.0
+            product[r] = 1.0
+        for j in range(d):
+            for r in range(m):
+                diff = c.X[(first + r) * d + j] - mean[j]
+                flushed_product(1.0 + coef * diff * diff * inv[j], &out[r], &product[r])
+        for r in range(m):
+            out[r] = -half_power * (out[r] + log(product[r]))
+        return
     for r in range(m):
         x = c.X + (first + r) * d
         for j in range(d):
@@ -1252,9 +1286,8 @@ cdef class NIWFamily(Family):
         explicit_parameters(
             &self.c, model.p.d + model.p.scale_size + 1, model.p.d,
             _niw_draw_params, _niw_log_likelihood)
-        if model.p.full:
-            own_weight(&self.c, _niw_own_log_weight)
-            kernel_rows(&self.c, _niw_log_kernel_rows)
+        own_weight(&self.c, _niw_own_log_weight)
+        kernel_rows(&self.c, _niw_log_kernel_rows)
         if model.p.full and model.p.d <= ROWS_FULL_MAX_D:
             likelihood_rows(&self.c, _niw_log_likelihood_rows,
                             2 * model.p.d * ROWS_BLOCK)

@@ -278,9 +278,8 @@ def test_gibbs_weights_are_size_times_predictive():
 
 @pytest.mark.parametrize("d", [1, 3, 6, 40])
 def test_own_weight_is_the_weight_after_removing_the_point(d):
-    # own_log_weight (full covariances): a member's Gibbs weight for its own
-    # cluster computed from the state with it (determinant lemma and
-    # Sherman-Morrison), against the weight from the state that remove leaves and
+    # own_log_weight: a member's Gibbs weight for its own cluster computed from
+    # the state with it (determinant lemma and Sherman-Morrison), against the weight from the state that remove leaves and
     # from the state rebuilt without it, for clusters of 2, 3 and 30 points of
     # unscaled data; the Gibbs scan weighs with it and removes a point only if it
     # moves
@@ -293,9 +292,13 @@ def test_own_weight_is_the_weight_after_removing_the_point(d):
         assert np.all(np.isfinite(own))
         assert_allclose(own, rebuilt, rtol=1e-12, atol=1e-11)
         assert_allclose(removed, rebuilt, rtol=1e-12, atol=1e-11)
-    # diagonal covariances have none: their removal costs O(d)
-    diag = NIWModel(np.zeros(d), 0.5, 3.0, np.ones(d), False, 80).family(X)
-    assert np.all(np.isnan(diag._own_weight_check([0, 1, 2])[0]))
+    # and diagonal covariances, feature by feature
+    diag = NIWModel(np.zeros(d), 0.5, 3.0, rng.uniform(0.5, 2.0, size=d), False,
+                    80).family(X)
+    for members in ([0, 1], [3, 9, 20], list(range(0, 60, 2))):
+        own, removed, rebuilt = diag._own_weight_check(members)
+        assert np.all(np.isfinite(own))
+        assert_allclose(own, rebuilt, rtol=1e-12, atol=1e-11)
     # a pair under a prior of almost no mass (kappa and psi 1e-12): |Psi_1| /
     # |Psi_2| = 1 - c a is about 1e-12, lost to cancellation, so NaN, and the scan
     # removes the point instead
@@ -304,23 +307,26 @@ def test_own_weight_is_the_weight_after_removing_the_point(d):
     assert np.all(np.isnan(own)) and np.all(np.isfinite(rebuilt))
 
 
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
 @pytest.mark.parametrize("d", [1, 3, 4, 7, 16, 41])
-def test_kernels_of_consecutive_points_are_theirs_one_by_one(d):
-    # log_kernel_rows (full covariances): the Student-t kernels of up to 16
-    # consecutive points at once, the rows innermost, each to the last bit what
-    # log_kernel gives it alone (d = 1 to 41: whole groups of four columns and
-    # tails of one to three; blocks of 16 rows, of 1 and of 5)
+def test_kernels_of_consecutive_points_are_theirs_one_by_one(covariance_type, d):
+    # log_kernel_rows: the Student-t kernels of up to 16 consecutive points at
+    # once, the rows innermost, each to the last bit what log_kernel gives it
+    # alone (full, d = 1 to 41: whole groups of four columns and tails of one to
+    # three; blocks of 16 rows, of 1 and of 5)
     rng = np.random.default_rng(d)
     X = 5.0 + 2.0 * rng.normal(size=(40, d))
-    family = NIWModel(np.zeros(d), 0.5, d + 2.0, random_spd(rng, d), True,
-                      80).family(X)
+    full = covariance_type == "full"
+    family = NIWModel(np.zeros(d), 0.5, d + 2.0, random_spd(rng, d) if full
+                      else rng.uniform(0.5, 2.0, size=d), full, 80).family(X)
     for first, m in ((0, 16), (17, 1), (30, 5), (24, 16)):
         by_rows, one_by_one = family._kernel_rows_check(range(0, 40, 3), first, m)
         assert np.all(np.isfinite(one_by_one)) and (m == 1 or np.ptp(one_by_one) > 0)
         assert_array_equal(by_rows, one_by_one)
 
 
-def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point():
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point(covariance_type):
     # the Gibbs scan weighs points in blocks where the family has log_kernel_rows,
     # refreshing a cluster's kernels whenever a point moves into or out of it:
     # from a random start of 20 clusters, where many points move and clusters
@@ -328,7 +334,9 @@ def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point():
     # bit, sweep by sweep
     rng = np.random.default_rng(7)
     X = np.concatenate([rng.normal(size=(70, 5)) + 4.0 * c for c in range(3)])[:203]
-    model = NIWModel(np.zeros(5), 0.5, 7.0, np.eye(5), True, len(X))
+    full = covariance_type == "full"
+    model = NIWModel(np.zeros(5), 0.5, 7.0, np.eye(5) if full else np.ones(5), full,
+                     len(X))
     chains = []
     for blocks in (True, False):
         chain = CollapsedChain(model.family(X), 1.0, True, 0, None, 20,
