@@ -279,10 +279,10 @@ def test_gibbs_weights_are_size_times_predictive():
 @pytest.mark.parametrize("d", [1, 3, 6, 40])
 def test_own_weight_is_the_weight_after_removing_the_point(d):
     # own_log_weight: a member's Gibbs weight for its own cluster computed from
-    # the state with it (determinant lemma and Sherman-Morrison), against the weight from the state that remove leaves and
-    # from the state rebuilt without it, for clusters of 2, 3 and 30 points of
-    # unscaled data; the Gibbs scan weighs with it and removes a point only if it
-    # moves
+    # the state with it (determinant lemma and Sherman-Morrison), against the
+    # weight from the state that remove leaves and from the state rebuilt without
+    # it, for clusters of 2, 3 and 30 points of unscaled data; the Gibbs scan
+    # weighs with it and removes a point only if it moves
     rng = np.random.default_rng(d)
     X = 5.0 + 2.0 * rng.normal(size=(60, d))
     model = NIWModel(np.zeros(d), 0.5, d + 2.0, random_spd(rng, d), True, 80)
