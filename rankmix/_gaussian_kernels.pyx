@@ -461,7 +461,11 @@ cdef struct NIWContext:
     const NIW* p
     intp_t d            # p.d, one load nearer for the per-point callbacks
     const double* X     # (N, d) row-major data
-    double* work        # (d * d + d,) scratch (state_rebuild's size; the others use d)
+    double* work        # scratch: d * d + d (state_rebuild), ROWS_BLOCK * d
+    intp_t n            # the rows of X
+    double* rows_t      # (d, ROWS_BLOCK): rows rows_first.. of X, transposed
+    intp_t rows_first   # -1 before the first block
+    intp_t rows_count
 
 
 # -- block moments (``_family.pxd``): [n, xbar (d), M2 (scale_size)] ---------------
@@ -918,14 +922,30 @@ cdef double _niw_log_kernel(void* context, const double* state, intp_t point) no
     return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
 
 
+cdef inline const double* block_rows(NIWContext* c, intp_t first, intp_t m) noexcept nogil:
+    """Rows first..first+m-1 of X transposed: a (d, ROWS_BLOCK) table whose column
+    r is row first + r, from ``c.rows_t``, filled with up to ROWS_BLOCK rows from
+    ``first`` unless it holds them already (the Gibbs scan asks for a block's rows
+    once per cluster, and again for its later rows)."""
+    cdef intp_t j, r, d = c.d
+    if not (c.rows_first <= first and first + m <= c.rows_first + c.rows_count):
+        c.rows_first = first
+        c.rows_count = min(<intp_t> ROWS_BLOCK, c.n - first)
+        for r in range(c.rows_count):
+            for j in range(d):
+                c.rows_t[j * ROWS_BLOCK + r] = c.X[(first + r) * d + j]
+    return c.rows_t + (first - c.rows_first)
+
+
 cdef void _niw_log_kernel_rows(
         void* context, const double* s, intp_t first, intp_t m,
         double* out) noexcept nogil:
-    """``_niw_log_kernel`` of m <= ROWS_BLOCK consecutive points (``_family.pxd``):
-    for full covariances their forward substitutions at once, the rows innermost
-    (``_simd.forward_rows``), so that the factor is read once for the m; for
-    diagonal ones the products feature by feature. Each value is that point's to
-    the last bit."""
+    """``_niw_log_kernel`` of m <= ROWS_BLOCK consecutive points (``_family.pxd``),
+    the rows innermost (``block_rows``): for full covariances their forward
+    substitutions at once (``_simd.forward_rows``), so that the factor is read
+    once for the m; for diagonal ones each row's product of (1 + ...) as
+    ``state_log_kernel``'s, feature by feature. Each value is that point's to the
+    last bit."""
     cdef NIWContext* c = <NIWContext*> context
     cdef const NIW* p = c.p
     cdef intp_t j, r, d = p.d
@@ -934,29 +954,30 @@ cdef void _niw_log_kernel_rows(
     cdef double coef = kn / (kn + 1.0)
     cdef const double* mean = s + S_MEAN
     cdef const double* inv = s + p.inv_off
-    cdef const double* x
+    cdef const double* rows = block_rows(c, first, m)
+    cdef const double* row_j
     cdef double* W = c.work          # (d, ROWS_BLOCK): row r's x - m_n in column r
     cdef double* product = c.work    # diag: (ROWS_BLOCK,) each row's running product
     cdef double diff
     if not p.full:
-        # each row's product of (1 + ...) as state_log_kernel's, the rows taking
-        # turns feature by feature: one row's products wait on each other, the
-        # rows' do not
+        # the rows take turns feature by feature: one row's products wait on each
+        # other, the rows' do not
         for r in range(m):
             out[r] = 0.0
             product[r] = 1.0
         for j in range(d):
+            row_j = rows + j * ROWS_BLOCK
             for r in range(m):
-                diff = c.X[(first + r) * d + j] - mean[j]
+                diff = row_j[r] - mean[j]
                 flushed_product(1.0 + coef * diff * diff * inv[j], &out[r], &product[r])
         for r in range(m):
             out[r] = -half_power * (out[r] + log(product[r]))
         return
-    for r in range(m):
-        x = c.X + (first + r) * d
-        for j in range(d):
-            W[j * ROWS_BLOCK + r] = x[j] - mean[j]
-    forward_rows(d, m, ROWS_BLOCK, s + p.scale_off, s + p.inv_off, W, out)
+    for j in range(d):
+        row_j = rows + j * ROWS_BLOCK
+        for r in range(m):
+            W[j * ROWS_BLOCK + r] = row_j[r] - mean[j]
+    forward_rows(d, m, ROWS_BLOCK, s + p.scale_off, inv, W, out)
     for r in range(m):
         out[r] = -half_power * log1p(coef * out[r])
 
@@ -1262,6 +1283,7 @@ cdef class NIWFamily(Family):
     cdef object data            # X as given, for pickling
     cdef const double[:, ::1] X
     cdef double[::1] work
+    cdef double[::1] rows_t
     cdef NIWContext context
 
     def __init__(self, NIWModel model, const double[:, ::1] X):
@@ -1279,6 +1301,11 @@ cdef class NIWFamily(Family):
         self.context.d = model.p.d
         self.context.X = &X[0, 0] if X.shape[0] > 0 else NULL
         self.context.work = &self.work[0]
+        self.context.n = X.shape[0]
+        self.rows_t = np.empty(model.p.d * ROWS_BLOCK)
+        self.context.rows_t = &self.rows_t[0]
+        self.context.rows_first = -1
+        self.context.rows_count = 0
         self.c = conjugate_family(
             &self.context, model.p.width, _niw_reset, _niw_add, _niw_log_marginal,
             _niw_remove, _niw_log_kernel, _niw_log_predictive, _niw_rebuild,
