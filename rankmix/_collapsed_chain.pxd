@@ -85,7 +85,6 @@ cdef class CollapsedChain:
     cdef int _remove(self, intp_t i) except -1 nogil
     cdef int _gibbs_scan(self) except -1 nogil
     cdef void _block_kernels(self, intp_t c, intp_t first, intp_t m) noexcept nogil
-    cdef int _gibbs_scan_blocks(self) except -1 nogil
     cdef int _split_merge(self) except -1 nogil
     cdef double _pair_log_ratio(self, const double* state_a,
                                 const double* state_b) noexcept nogil

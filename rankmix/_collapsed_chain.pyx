@@ -344,7 +344,7 @@ cdef class CollapsedChain:
         """Draw point i's cluster from its collapsed conditional: the index into
         ``slots.active``, or ``n_active`` for a new cluster. The active cluster at
         index ``own`` (-1: none) has the weight ``own_weight``, given; slot c's
-        kernel is ``kernels[c * ROWS_BLOCK]`` (``_gibbs_scan_blocks``), or the
+        kernel is ``kernels[c * ROWS_BLOCK]`` (``_gibbs_scan``), or the
         family's ``log_kernel`` where ``kernels`` is NULL."""
         cdef intp_t a, c
         # The hot loop: K calls through the family's pointer per point. The callee is
@@ -397,84 +397,61 @@ cdef class CollapsedChain:
             self._rebuild_slot(c_old, i)
         return 0
 
-    cdef int _gibbs_scan(self) except -1 nogil:
-        """One collapsed Gibbs scan (Neal 2000, algorithm 3).
-
-        Where the family has ``own_log_weight`` (``_family.pxd``), a member of a
-        cluster of two or more is weighed before it is removed, its own cluster's
-        weight computed as if it were not there, and removed only if it moves: the
-        conditional is the same, and a point that stays costs no update. Where it
-        also has ``log_kernel_rows``, the points are weighed in blocks
-        (``_gibbs_scan_blocks``), with the same draws."""
-        cdef intp_t i, c_old, own, choice
-        cdef double log_alpha = log(self.alpha), own_weight
-        cdef double* s
-        if self.f.log_kernel_rows != NULL and self._kernel_blocks:
-            return self._gibbs_scan_blocks()
-        for i in range(self.N):
-            c_old = self.labels[i]
-            s = self._state(c_old)
-            if self.f.own_log_weight != NULL and s[STATE_COUNT] >= 2.0:
-                own_weight = self.f.own_log_weight(self.f.segments.context, s, i)
-                if own_weight == own_weight:     # not NaN
-                    own = self.slots.active_pos[c_old]
-                    choice = self._weigh(i, log_alpha, own, own_weight, NULL)
-                    if choice != own:
-                        self._remove(i)
-                        self._place(i, choice)
-                    continue
-            self._remove(i)
-            self._seat(i, log_alpha)
-        return 0
-
     cdef void _block_kernels(self, intp_t c, intp_t first, intp_t m) noexcept nogil:
         """``kernel_table``'s row of slot c <- the kernels of points first..first+m-1,
         from the slot's state now (columns ``first % ROWS_BLOCK`` on)."""
         self.f.log_kernel_rows(self.f.segments.context, self._state(c), first, m,
                                self.kernel_table + c * ROWS_BLOCK + first % ROWS_BLOCK)
 
-    cdef int _gibbs_scan_blocks(self) except -1 nogil:
-        """``_gibbs_scan`` by blocks of ``ROWS_BLOCK`` points: at a block's start
-        every cluster's kernels of its points (``log_kernel_rows``, a factor read
-        once for the block), and after each change of a state (a point out of or
-        into a cluster) that cluster's kernels of the block's later points again.
-        So every weight comes from the state as it is when the point is weighed,
-        the same doubles as the point-by-point scan's, and so are the draws."""
-        cdef intp_t first, m, r, i, a, c_old, c_new, own, choice, last
+    cdef int _gibbs_scan(self) except -1 nogil:
+        """One collapsed Gibbs scan (Neal 2000, algorithm 3).
+
+        Where the family has ``own_log_weight`` (``_family.pxd``), a member of a
+        cluster of two or more is weighed before it is removed, its own cluster's
+        weight computed as if it were not there, and removed only if it moves: the
+        conditional is the same, and a point that stays costs no update.
+
+        Where it has ``log_kernel_rows``, the points are weighed by blocks of
+        ``ROWS_BLOCK``: at a block's start every cluster's kernels of its points
+        (a factor read once for the block), and after each change of a state (a
+        point out of or into a cluster) that cluster's kernels of the block's later
+        points again. So every weight comes from the state as it is when the point
+        is weighed, the same doubles as point by point, and so are the draws."""
+        cdef intp_t first = 0, last, i, a, c_old, c_new, own, choice
         cdef double log_alpha = log(self.alpha), own_weight
         cdef double* s
-        cdef bint closed
-        first = 0
+        cdef const double* kernels = NULL
+        cdef bint blocks = self.f.log_kernel_rows != NULL and self._kernel_blocks
         while first < self.N:
-            m = min(<intp_t> ROWS_BLOCK, self.N - first)
-            last = first + m
-            for a in range(self.slots.n_active):
-                self._block_kernels(self.slots.active[a], first, m)
-            for r in range(m):
-                i = first + r
+            last = min(first + ROWS_BLOCK, self.N)
+            if blocks:
+                for a in range(self.slots.n_active):
+                    self._block_kernels(self.slots.active[a], first, last - first)
+            for i in range(first, last):
+                if blocks:
+                    kernels = self.kernel_table + (i - first)
                 c_old = self.labels[i]
                 s = self._state(c_old)
                 if self.f.own_log_weight != NULL and s[STATE_COUNT] >= 2.0:
                     own_weight = self.f.own_log_weight(self.f.segments.context, s, i)
                     if own_weight == own_weight:     # not NaN
                         own = self.slots.active_pos[c_old]
-                        choice = self._weigh(i, log_alpha, own, own_weight,
-                                             self.kernel_table + r)
+                        choice = self._weigh(i, log_alpha, own, own_weight, kernels)
                         if choice != own:
                             self._remove(i)
                             c_new = self._place(i, choice)
-                            if i + 1 < last:
+                            if blocks and i + 1 < last:
                                 self._block_kernels(c_old, i + 1, last - i - 1)
                                 self._block_kernels(c_new, i + 1, last - i - 1)
                         continue
-                closed = s[STATE_COUNT] <= 1.0
-                self._remove(i)
-                if not closed:
-                    # its state changed: the kernels of this point on
+                if s[STATE_COUNT] >= 2.0 and blocks:
+                    # its state is about to change: the kernels of this point on
+                    self._remove(i)
                     self._block_kernels(c_old, i, last - i)
-                c_new = self._place(
-                    i, self._weigh(i, log_alpha, -1, 0.0, self.kernel_table + r))
-                if i + 1 < last:
+                else:
+                    self._remove(i)
+                c_new = self._place(i, self._weigh(i, log_alpha, -1, 0.0, kernels))
+                if blocks and i + 1 < last:
                     self._block_kernels(c_new, i + 1, last - i - 1)
             first = last
         return 0

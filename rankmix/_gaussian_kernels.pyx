@@ -85,7 +85,7 @@ from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport (
     add1, add4, add_scaled_difference, forward_rows, lower_rows, rotate,
-    scaled_squares, scaled_squares4, squared_distance,
+    scaled_squares, squared_distance, squares_rows,
 )
 
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
@@ -1242,22 +1242,14 @@ cdef void _niw_diag_log_likelihood_rows(
         void* context, const double* params, const intp_t* points, intp_t first,
         intp_t m, double* out, double* work) noexcept nogil:
     """``_niw_log_likelihood`` of m <= ROWS_BLOCK rows (``_family.pxd``), diagonal
-    covariances: four rows at a time (``_simd.scaled_squares4``), each row's sum
+    covariances: four rows at a time (``_simd.squares_rows``), each row's sum
     of squares in the order of one row alone, so each value is that row's to the
     last bit. One row's sum is a chain of adds that each wait on the one before;
     four rows' chains run side by side. (A kernel with the rows innermost, as
     the full family's, gained nothing at d = 2 to 4 and lost at 10 and 16.)"""
     cdef NIWContext* c = <NIWContext*> context
-    cdef intp_t r, t, d = c.d
-    cdef const double* x[4]
-    for r in range(0, m - 3, 4):
-        for t in range(4):
-            x[t] = c.X + (first + r + t if points == NULL
-                          else points[r + t] - first) * d
-        scaled_squares4(d, x, params, params + d, out + r)
-    for r in range(m - m % 4, m):
-        x[0] = c.X + (first + r if points == NULL else points[r] - first) * d
-        out[r] = scaled_squares(d, x[0], params, params + d)
+    cdef intp_t r, d = c.d
+    squares_rows(c.X, d, points, first, m, params, params + d, out)
     for r in range(m):
         out[r] = params[2 * d] - 0.5 * out[r]
 

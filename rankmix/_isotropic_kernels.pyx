@@ -67,7 +67,7 @@ from ._family cimport (
 )
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport squared_distance as simd_squared_distance
-from ._simd cimport squared_distance4
+from ._simd cimport squares_rows
 from ._gaussian_kernels cimport dot, location_add, location_remove, members_mean
 from ._permutation cimport intp_t
 
@@ -572,20 +572,12 @@ cdef void _log_likelihood_rows(
         void* context, const double* params, const intp_t* points, intp_t first,
         intp_t m, double* out, double* work) noexcept nogil:
     """``_log_likelihood`` of m <= ROWS_BLOCK rows (``_family.pxd``), four at a
-    time (``_simd.squared_distance4``: each row's sum in the order of one row
+    time (``_simd.squares_rows``: each row's sum in the order of one row
     alone, so each value is that row's to the last bit; the four rows' chains
     of adds run side by side)."""
     cdef IsoContext* c = <IsoContext*> context
-    cdef intp_t r, t, d = c.d
-    cdef const double* x[4]
-    for r in range(0, m - 3, 4):
-        for t in range(4):
-            x[t] = c.X + (first + r + t if points == NULL
-                          else points[r + t] - first) * d
-        squared_distance4(d, x, params, out + r)
-    for r in range(m - m % 4, m):
-        x[0] = c.X + (first + r if points == NULL else points[r] - first) * d
-        out[r] = squared_distance(x[0], params, d)
+    cdef intp_t r, d = c.d
+    squares_rows(c.X, d, points, first, m, params, NULL, out)
     for r in range(m):
         out[r] = params[d + 1] - 0.5 * params[d] * out[r]
 
