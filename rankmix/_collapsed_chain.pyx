@@ -422,6 +422,7 @@ cdef class CollapsedChain:
         cdef double* s
         cdef const double* kernels = NULL
         cdef bint blocks = self.f.log_kernel_rows != NULL and self._kernel_blocks
+        cdef bint alone
         while first < self.N:
             last = min(first + ROWS_BLOCK, self.N)
             if blocks:
@@ -444,12 +445,11 @@ cdef class CollapsedChain:
                                 self._block_kernels(c_old, i + 1, last - i - 1)
                                 self._block_kernels(c_new, i + 1, last - i - 1)
                         continue
-                if s[STATE_COUNT] >= 2.0 and blocks:
-                    # its state is about to change: the kernels of this point on
-                    self._remove(i)
+                alone = s[STATE_COUNT] < 2.0
+                self._remove(i)
+                if blocks and not alone:
+                    # its state changed: the kernels of this point on
                     self._block_kernels(c_old, i, last - i)
-                else:
-                    self._remove(i)
                 c_new = self._place(i, self._weigh(i, log_alpha, -1, 0.0, kernels))
                 if blocks and i + 1 < last:
                     self._block_kernels(c_new, i + 1, last - i - 1)

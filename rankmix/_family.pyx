@@ -173,10 +173,9 @@ cdef class Family:
 
     def _own_weight_check(self, members):
         """A member's Gibbs weight for its cluster as if removed (for tests): for
-        each p of ``members``, ``own_log_weight`` from the state of all of them,
-        the same from the state ``remove`` leaves, and ``state[log_weight] +
-        log_kernel`` from the state rebuilt without p. NaN where the family has
-        no ``own_log_weight``."""
+        each p of ``members``, ``own_log_weight`` from the state of all of them
+        (NaN where the family has none), and ``state[log_weight] + log_kernel``
+        from the state ``remove`` leaves and from the state rebuilt without p."""
         cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
         cdef intp_t k, n = idx.shape[0]
         cdef double[::1] whole = self._rebuilt_state(idx)
@@ -186,7 +185,8 @@ cdef class Family:
         cdef double[::1] rebuilt = np.empty(n)
         for k in range(n):
             if self.c.own_log_weight != NULL:
-                own[k] = self.c.own_log_weight(self.c.segments.context, &whole[0], idx[k])
+                own[k] = self.c.own_log_weight(self.c.segments.context, &whole[0],
+                                               idx[k])
             state = np.array(whole)
             if self.c.remove(self.c.segments.context, &state[0], idx[k]) < 0:
                 raise FloatingPointError(self.failure_message)
@@ -209,7 +209,8 @@ cdef class Family:
         cdef double[::1] by_rows = np.empty(m)
         cdef double[::1] one_by_one = np.empty(m)
         cdef intp_t r
-        self.c.log_kernel_rows(self.c.segments.context, &state[0], first, m, &by_rows[0])
+        self.c.log_kernel_rows(self.c.segments.context, &state[0], first, m,
+                               &by_rows[0])
         for r in range(m):
             one_by_one[r] = self.c.log_kernel(self.c.segments.context, &state[0],
                                               first + r)

@@ -922,7 +922,8 @@ cdef double _niw_log_kernel(void* context, const double* state, intp_t point) no
     return state_log_kernel(c.p, state, c.X + point * c.d, c.work)
 
 
-cdef inline const double* block_rows(NIWContext* c, intp_t first, intp_t m) noexcept nogil:
+cdef inline const double* block_rows(
+        NIWContext* c, intp_t first, intp_t m) noexcept nogil:
     """Rows first..first+m-1 of X transposed: a (d, ROWS_BLOCK) table whose column
     r is row first + r, from ``c.rows_t``, filled with up to ROWS_BLOCK rows from
     ``first`` unless it holds them already (the Gibbs scan asks for a block's rows
