@@ -132,11 +132,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Split-merge proposals per sweep. A proposal costs about two predictive
         evaluations per point of the two clusters involved; measured on 10,000
         points in 10 clusters (d = 10, "full"), 10 proposals cost about half as
-        much as one Gibbs scan there, so a default sweep costs about one and a half
-        scans. They are what moves
-        whole groups of points, which a Gibbs scan can only do one point at a
-        time through improbable intermediate states, so a chain that mixes over
-        splits and merges is worth that constant factor.
+        much as one Gibbs scan there, so a default sweep costs about one and a
+        half scans. They are what moves whole groups of points, which a Gibbs
+        scan can only do one point at a time through improbable intermediate
+        states, so a chain that mixes over splits and merges is worth that
+        constant factor.
     alpha_prior : tuple (shape, rate), default=None
         If given, alpha has the prior Gamma(shape, rate) and is resampled after
         every sweep (Escobar & West 1995). None keeps alpha fixed.
