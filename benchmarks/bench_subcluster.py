@@ -19,6 +19,12 @@ Sections (``--sections``, all by default):
   sub-cluster sampler with "full" covariances under a prior that knows the
   clusters' scale (``nu = 2 d``, ``covariance_prior = nu`` times the pooled
   covariance within the clusters of the "diag" fit; its time includes that fit's).
+* ``defaults``: the estimator as a user types it, ``DPGaussianClustering(
+  random_state=seed).fit(X)`` (every default: the collapsed sampler, two chains
+  of 200 sweeps side by side on the cores), at Liang et al.'s settings against
+  the same scikit-learn model on one thread: ARI, held-out log-likelihood, wall
+  time (the issue's goal for the defaults: better ARI and held-out
+  log-likelihood in less time).
 * ``scale``: N = 10^6 points in d = 10 from K = 20 Gaussians: seconds per sweep
   of the sub-cluster sampler with 1 and 2 OpenMP threads (threadpoolctl; more
   with ``--threads``), copies of the chain running the same sweeps, their ratio
@@ -35,7 +41,7 @@ per repeat), each method on the same data in the same process.
 Usage::
 
     python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
-        [--sections dpmm liang scale dask] [--n-iter 60]
+        [--sections dpmm liang defaults scale dask] [--n-iter 60]
         [--threads 1 2] [--workers 2]
 """
 
@@ -231,6 +237,34 @@ def section_liang(args):
         print(ARI_NOTE)
 
 
+def section_defaults(args):
+    settings = ((10, 10),) if args.quick else ((10, 10), (40, 40), (80, 40))
+    for d, k in settings:
+        print(f"\n== Liang et al. (d, K) = ({d}, {k}), N = 10,000 train, 2,000 test: "
+              "DPGaussianClustering() with every default (two chains side by side "
+              "on the cores) against scikit-learn on one thread ==")
+        results = {"rankmix defaults": [], "sklearn BGM": []}
+        for repeat in range(args.repeats):
+            X, y, _ = make_data(d, k, 12_000, seed=repeat)
+            X_test, X, y = X[:2000], X[2000:], y[2000:]
+            model, seconds = fit_timed(DPGaussianClustering(random_state=repeat), X)
+            results["rankmix defaults"].append(rankmix_row(
+                model, X, y, seconds, ll=model.score(X_test)))
+            with threadpool_limits(1):
+                model, seconds = fit_timed(sklearn_model(repeat), X)
+            results["sklearn BGM"].append(sklearn_row(
+                model, X, y, seconds, ll=model.score(X_test)))
+        reference = summary(results["sklearn BGM"])
+        print(f"{'method':<20} {'ARI':>6} {'predict':>8} {'K':>5} {'held-out ll':>12} "
+              f"{'fit s':>8} {'time / sklearn':>15}")
+        for name, rows in results.items():
+            found = summary(rows)
+            print(f"{name:<20} {found['ari']:6.3f} {found['ari_predict']:8.3f} "
+                  f"{found['k']:5.0f} {found['ll']:12.4f} {found['seconds']:8.2f} "
+                  f"{found['seconds'] / reference['seconds']:15.3f}")
+        print(ARI_NOTE)
+
+
 def timed_sweeps(chain, n_sweeps, repeats, threads):
     """Median seconds per sweep of ``repeats`` runs of ``n_sweeps`` sweeps."""
     times = []
@@ -337,7 +371,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-iter", type=int, default=60)
     parser.add_argument("--sections", nargs="*",
-                        default=["dpmm", "liang", "scale", "dask"])
+                        default=["dpmm", "liang", "defaults", "scale", "dask"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="OpenMP threads of the scale section's chains")
     parser.add_argument("--workers", type=int, nargs="+", default=[2],
