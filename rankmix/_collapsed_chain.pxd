@@ -51,6 +51,7 @@ cdef class CollapsedChain:
     cdef double* state_a       # (W,) split-merge: i's side
     cdef double* state_b       # (W,) split-merge: j's side
     cdef double* state_m       # (W,) split-merge: the merged cluster
+    cdef double* merge_moments # (2, moments_width) split-merge: the pair's moments
 
     # permutation move
     cdef int permutation
@@ -92,6 +93,8 @@ cdef class CollapsedChain:
                            bint split) noexcept nogil
     cdef int _sams_merge(self, intp_t i, intp_t j, intp_t ci, intp_t cj,
                          intp_t m) except -1 nogil
+    cdef bint _merged_state(self, const double* state_a,
+                            const double* state_b) noexcept nogil
     cdef intp_t _uniform_order(self) noexcept nogil
     cdef intp_t _projection_order(self) noexcept nogil
     cdef int _permutation_move(self) except -1 nogil

@@ -229,8 +229,11 @@ cdef class CollapsedChain:
         self.state_a = <double*> malloc(self.W * sizeof(double))
         self.state_b = <double*> malloc(self.W * sizeof(double))
         self.state_m = <double*> malloc(self.W * sizeof(double))
+        self.merge_moments = <double*> malloc(
+            2 * max(self.f.moments_width, 1) * sizeof(double))
         if (self.direction == NULL or self.members == NULL or self.side == NULL
-                or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL):
+                or self.state_a == NULL or self.state_b == NULL or self.state_m == NULL
+                or self.merge_moments == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
         # log p(x_i) under the prior: the new-cluster weight less log alpha
         self.log_prior_predictive = np.array(
@@ -270,6 +273,7 @@ cdef class CollapsedChain:
         free(self.states); free(self.log_prob); free(self.kernel_table)
         free(self.direction); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
+        free(self.merge_moments)
         free(self.order); free(self.ends_old); free(self.ends_new)
         free(self.log_size); free(self.log_A); free(self.records)
 
@@ -531,17 +535,20 @@ cdef class CollapsedChain:
         cdef double* s_i = self._state(ci)
         cdef double* s_j = self._state(cj)
         self.n_merge += 1
-        # the merged state: the larger cluster's plus the smaller's points
+        # the merged state M: from the two states' moments where the family reads
+        # them off a state (O(d^3) for a full covariance, whatever the sizes)
         if s_i[STATE_COUNT] >= s_j[STATE_COUNT]:
             c_big, c_small = ci, cj
         else:
             c_big, c_small = cj, ci
-        memcpy(self.state_m, self._state(c_big), self.W * sizeof(double))
-        family_add(&self.f, self.state_m, i if c_small == ci else j)
-        for r in range(m):
-            k = self.members[r]
-            if self.labels[k] == c_small:
-                family_add(&self.f, self.state_m, k)
+        if not self._merged_state(self._state(c_big), self._state(c_small)):
+            # the larger cluster's state plus the smaller's points
+            memcpy(self.state_m, self._state(c_big), self.W * sizeof(double))
+            family_add(&self.f, self.state_m, i if c_small == ci else j)
+            for r in range(m):
+                k = self.members[r]
+                if self.labels[k] == c_small:
+                    family_add(&self.f, self.state_m, k)
         log_ratio = (family_log_marginal(&self.f, self.state_m)
                      - self._pair_log_ratio(s_i, s_j))
         if log_u >= log_ratio:
@@ -556,6 +563,22 @@ cdef class CollapsedChain:
             self.labels[k] = ci
         self._close_slot(cj)
         return 0
+
+    cdef bint _merged_state(self, const double* state_a,
+                            const double* state_b) noexcept nogil:
+        """``state_m`` <- the state of two clusters' points together, from their
+        states' moments (``state_moments``, ``_family.pxd``): O(1) in their
+        sizes. False where the family has no ``state_moments`` or the state is
+        not numerically valid: the caller then adds the points one by one."""
+        cdef intp_t M = self.f.moments_width
+        if self.f.state_moments == NULL:
+            return False
+        self.f.state_moments(self.f.segments.context, state_a, self.merge_moments)
+        self.f.state_moments(self.f.segments.context, state_b, self.merge_moments + M)
+        self.f.moments_merge(self.f.segments.context, self.merge_moments,
+                             self.merge_moments + M)
+        return self.f.moments_state(self.f.segments.context, self.merge_moments,
+                                    self.state_m) == 0
 
     cdef intp_t _uniform_order(self) noexcept nogil:
         """pi uniform on Pi(C) (eq. 3) into ``order``; C's segment ends into ``ends_old``.

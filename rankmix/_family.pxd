@@ -72,6 +72,12 @@ A family whose statistics add up over disjoint sets of points also sets, with
 * ``moments_state(context, moments, state)``: the state of those points; < 0 on a
   numerical failure.
 
+It may also set, with ``moments_of_states(&family.c, ...)``, ``state_moments(context,
+state, moments)``: the moments of the points a state summarises, read off the state.
+The collapsed chain's merge proposals then merge two clusters' moments and build the
+merged state from them (O(d^3) for a full covariance), where it would otherwise add
+the smaller cluster's points to the larger one by one (a rank-one update each).
+
 The sub-cluster chain builds every state from these: the rows are cut into fixed
 blocks of ``row_block`` rows, each block's moments are computed on their own and
 merged in block order. Floating-point sums depend on their order, and this order
@@ -131,6 +137,9 @@ ctypedef void (*family_moments_merge_t)(
     void* context, double* acc, const double* other) noexcept nogil
 ctypedef int (*family_moments_state_t)(
     void* context, const double* moments, double* state) noexcept nogil
+# the moments of the points a state summarises (module docstring)
+ctypedef void (*family_state_moments_t)(
+    void* context, const double* state, double* moments) noexcept nogil
 
 
 cdef struct ConjugateFamily:
@@ -161,6 +170,7 @@ cdef struct ConjugateFamily:
     family_moments_t moments
     family_moments_merge_t moments_merge
     family_moments_state_t moments_state
+    family_state_moments_t state_moments   # NULL, or a state's moments
 
 
 cdef class Family:
@@ -204,6 +214,7 @@ cdef inline ConjugateFamily conjugate_family(
     f.moments = NULL
     f.moments_merge = NULL
     f.moments_state = NULL
+    f.state_moments = NULL
     return f
 
 
@@ -237,6 +248,12 @@ cdef inline void likelihood_rows(
     """Give a family's table its block of rows' likelihoods (module docstring)."""
     f.log_likelihood_rows = log_likelihood_rows
     f.rows_work_width = rows_work_width
+
+
+cdef inline void moments_of_states(
+        ConjugateFamily* f, family_state_moments_t state_moments) noexcept:
+    """Give a family's table the moments of a state (module docstring)."""
+    f.state_moments = state_moments
 
 
 cdef inline void block_moments(

@@ -79,7 +79,8 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     ROWS_BLOCK, STATE_COUNT, Family, block_moments, conjugate_family,
-    explicit_parameters, kernel_rows, likelihood_rows, own_weight,
+    explicit_parameters, kernel_rows, likelihood_rows, moments_of_states,
+    own_weight,
 )
 from ._openmp cimport max_threads
 from ._rng cimport random_standard_gamma, random_standard_normal
@@ -521,6 +522,44 @@ cdef void _niw_moments_merge(void* context, double* acc, const double* other) no
     for j in range(d):
         xbar[j] += (xbar_b[j] - xbar[j]) * (nb / n)
     acc[0] = n
+
+
+cdef void _niw_state_moments(
+        void* context,            # NIWContext
+        const double* s,          # IN state
+        double* out,              # OUT (1 + d + scale_size,)
+) noexcept nogil:
+    """The moments of the points a state summarises, read off it: with kappa_n =
+    kappa_0 + n, xbar = (kappa_n m_n - kappa_0 m_0) / n and M2 = Psi_n - Psi_0 -
+    kappa_0 n / kappa_n (xbar - m_0)(xbar - m_0)^T, Psi_n = L L^T (O(d^3 / 6);
+    the lower triangle, as ``_niw_moments`` keeps M2). What ``_niw_moments_state``
+    adds back, Psi_0 included, makes any rounding here small against Psi_n."""
+    cdef const NIW* p = (<NIWContext*> context).p
+    cdef intp_t j, k, t, d = p.d
+    cdef double n = s[S_COUNT], kn = p.kappa + n, w, yj, psi
+    cdef double* xbar = out + 1
+    cdef double* M2 = out + 1 + d
+    cdef const double* L = s + p.scale_off
+    out[0] = n
+    if n == 0.0:
+        for j in range(d):
+            xbar[j] = 0.0
+        for j in range(p.scale_size):
+            M2[j] = 0.0
+        return
+    w = p.kappa * n / kn
+    for j in range(d):
+        xbar[j] = (kn * s[S_MEAN + j] - p.kappa * p.mean[j]) / n
+    for j in range(d):
+        yj = xbar[j] - p.mean[j]
+        if not p.full:
+            M2[j] = L[j] - p.psi[j] - w * yj * yj
+            continue
+        for k in range(j, d):
+            psi = 0.0
+            for t in range(j + 1):
+                psi += L[t * d + k] * L[t * d + j]
+            M2[j * d + k] = psi - p.psi[j * d + k] - w * yj * (xbar[k] - p.mean[k])
 
 
 cdef int _niw_moments_state(
@@ -1317,6 +1356,7 @@ cdef class NIWFamily(Family):
             likelihood_rows(&self.c, _niw_diag_log_likelihood_rows, 0)
         block_moments(&self.c, 1 + model.p.d + model.p.scale_size, _niw_moments,
                       _niw_moments_merge, _niw_moments_state)
+        moments_of_states(&self.c, _niw_state_moments)
 
     def __reduce__(self):
         return NIWFamily, (self.model, self.data)

@@ -355,6 +355,32 @@ def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point(covariance_type
     assert moved > 50
 
 
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("d", [1, 3, 40])
+def test_merged_state_from_moments_is_the_union_rebuilt(covariance_type, d):
+    # a merge proposal's state: the two states' moments read off them
+    # (state_moments), merged and made a state again, against the state rebuilt
+    # from the union, for pairs of 1 and 1, 3 and 2, 30 and 30 points of data
+    # far from the prior mean (its rank-one term dominates Psi_n, the worst case
+    # for reading the scatter back)
+    rng = np.random.default_rng(d)
+    X = 100.0 + 10.0 * rng.normal(size=(60, d))
+    full = covariance_type == "full"
+    psi0 = random_spd(rng, d)
+    family = NIWModel(rng.normal(size=d), 0.5, d + 2.0,
+                      psi0 if full else np.diag(psi0), full, 80).family(X)
+    scale = slice(4 + d, 4 + d + d * d if full else 4 + 2 * d)
+    for a, b in (([0], [1]), ([0, 1, 2], [5, 7]),
+                 (list(range(0, 60, 2)), list(range(1, 60, 2)))):
+        merged, rebuilt = family._merged_state_check(a, b)
+        assert merged[0] == rebuilt[0] == len(a) + len(b)
+        # log |Psi_n|, the predictive constant, the location, the factor
+        assert_allclose(merged[1:3], rebuilt[1:3], rtol=1e-13, atol=1e-12)
+        assert_allclose(merged[4:4 + d], rebuilt[4:4 + d], rtol=1e-13)
+        assert_allclose(merged[scale], rebuilt[scale], rtol=0,
+                        atol=1e-13 * np.abs(rebuilt[scale]).max())
+
+
 # -- the NIW family in the sampler core ----------------------------------------
 
 
