@@ -7,10 +7,12 @@ The package is compiled for the baseline of its platform (x86-64: two-lane SSE2)
 so that a build runs on any machine. These few loops carry most of the
 Gaussian kernels' time (a row's triangular product, a Cholesky factor's
 rank-one update, a cluster's scatter, the sum of squares of the diagonal and
-spherical likelihoods), and GCC and Clang can compile a function for several
-targets and pick one at load time (``target_clones``, on x86-64 Linux with
-glibc and GCC >= 8 or Clang >= 14; elsewhere the loops are compiled once, for
-the baseline). The AVX2 version runs four lanes instead of two.
+spherical likelihoods, four rows of it at a time, the collapsed predictive's
+forward substitution of 16 rows at a time), and GCC and Clang can compile a
+function for several targets and pick one at load time (``target_clones``, on
+x86-64 Linux with glibc and GCC >= 8 or Clang >= 14; elsewhere the loops are
+compiled once, for the baseline). The AVX2 version runs four lanes instead of
+two.
 
 Each loop multiplies and adds in the order written here (a sum of squares in
 four running sums, combined in a fixed order), with no fused multiply-add
@@ -19,7 +21,9 @@ so no target contracts): every version gives the same doubles to the last
 bit, so the draws do not depend on which version the processor selects, as
 they do not on the number of threads (``tests/test_gaussian.py`` checks the
 selected version of each loop against NumPy's separate multiplies and adds,
-and the sums of squares against their order, bit for bit).
+and the sums of squares against their order, bit for bit; the loops over
+several rows are checked against the one-row loops, bit for bit, in
+``tests/test_subcluster.py`` and ``tests/test_gaussian.py``).
 """
 
 cdef extern from *:
