@@ -42,6 +42,8 @@ cdef class CollapsedChain:
     cdef double* states        # (capacity, W)
     cdef double* log_prob      # (capacity + 1,) assignment scratch
     cdef double* kernel_table  # (capacity, ROWS_BLOCK): a block of points' kernels
+    cdef char* dirty           # (capacity,) 1: the state changed since its rebuild
+    cdef public bint _rebuild_every   # rebuild every state after a scan (tests)
     cdef public bint _kernel_blocks   # weigh in blocks where the family can (tests)
 
     # scratch
@@ -77,6 +79,7 @@ cdef class CollapsedChain:
     cdef void _close_slot(self, intp_t c) noexcept nogil
     cdef void _group_members(self) noexcept nogil
     cdef int _rebuild_all(self) except -1 nogil
+    cdef int _rebuild(self, bint every) except -1 nogil
     cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil
     cdef int _fail(self) except -1 nogil
     cdef intp_t _weigh(self, intp_t i, double log_alpha, intp_t own,

@@ -118,7 +118,7 @@ import numpy as np
 
 from libc.math cimport INFINITY, exp, lgamma, log
 from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from ._family cimport (
@@ -220,6 +220,7 @@ cdef class CollapsedChain:
             self.alpha_shape, self.alpha_rate = alpha_prior
         self.bit_generator = getattr(bit_generator, "bit_generator", bit_generator)
         self._kernel_blocks = True
+        self._rebuild_every = False
         self.rng = bitgen_pointer(self.bit_generator)
         self.labels = np.empty(self.N, dtype=np.intp)
 
@@ -270,7 +271,8 @@ cdef class CollapsedChain:
 
     def __dealloc__(self):
         slots_free(&self.slots)
-        free(self.states); free(self.log_prob); free(self.kernel_table)
+        free(self.states); free(self.log_prob)
+        free(self.kernel_table); free(self.dirty)
         free(self.direction); free(self.members); free(self.side)
         free(self.state_a); free(self.state_b); free(self.state_m)
         free(self.merge_moments)
@@ -288,6 +290,8 @@ cdef class CollapsedChain:
         if self.f.log_kernel_rows != NULL:
             self.kernel_table = <double*> grow_array(
                 self.kernel_table, capacity * ROWS_BLOCK * sizeof(double))
+        self.dirty = <char*> grow_array(self.dirty, capacity * sizeof(char))
+        memset(self.dirty + self.slots.capacity, 1, capacity - self.slots.capacity)
         slots_grow(&self.slots, capacity)
         return 0
 
@@ -298,6 +302,7 @@ cdef class CollapsedChain:
             self._grow(2 * self.slots.capacity)
         c = slots_open(&self.slots)
         family_reset(&self.f, self._state(c))
+        self.dirty[c] = 1
         return c
 
     cdef void _close_slot(self, intp_t c) noexcept nogil:
@@ -311,15 +316,26 @@ cdef class CollapsedChain:
 
     cdef int _rebuild_all(self) except -1 nogil:
         """Every active cluster's state afresh from its members."""
+        return self._rebuild(True)
+
+    cdef int _rebuild(self, bint every) except -1 nogil:
+        """The active clusters' states afresh from their members: every one, or
+        those whose state changed since their last rebuild (``dirty``). A rebuild
+        undoes the drift of rank-one updates; a state left alone since its
+        rebuild is that rebuild's to the bit, its members and their order (by
+        index) the same, so skipping it changes nothing."""
         cdef intp_t a, c
         self._group_members()
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
+            if not (every or self.dirty[c] or self._rebuild_every):
+                continue
             if family_rebuild(
                 &self.f, self._state(c), self.members + self.slots.member_start[c],
                 self.slots.member_start[c + 1] - self.slots.member_start[c],
             ) < 0:
                 self._fail()
+            self.dirty[c] = 0
         return 0
 
     cdef int _rebuild_slot(self, intp_t c, intp_t exclude) except -1 nogil:
@@ -383,6 +399,7 @@ cdef class CollapsedChain:
         else:
             c = self.slots.active[choice]
         family_add(&self.f, self._state(c), i)
+        self.dirty[c] = 1
         self.labels[i] = c
         return c
 
@@ -395,6 +412,7 @@ cdef class CollapsedChain:
         """Take point i out of its cluster, closing the cluster if i was alone."""
         cdef intp_t c_old = self.labels[i]
         cdef double* s = self._state(c_old)
+        self.dirty[c_old] = 1
         if s[STATE_COUNT] <= 1.0:
             self._close_slot(c_old)
         elif family_remove(&self.f, s, i) < 0:
@@ -478,6 +496,7 @@ cdef class CollapsedChain:
             c_new = self._open_slot()
             memcpy(self._state(ci), self.state_a, self.W * sizeof(double))
             memcpy(self._state(c_new), self.state_b, self.W * sizeof(double))
+            self.dirty[ci] = 1
             self.labels[j] = c_new
             for r in range(m):
                 k = self.members[r]
@@ -557,6 +576,7 @@ cdef class CollapsedChain:
             return 0
         self.n_merge_accepted += 1
         memcpy(self._state(ci), self.state_m, self.W * sizeof(double))
+        self.dirty[ci] = 1
         self.labels[j] = ci
         for r in range(m):
             k = self.members[r]
@@ -756,7 +776,7 @@ cdef class CollapsedChain:
             self._split_merge()
         if self.gibbs:
             self._gibbs_scan()
-            self._rebuild_all()
+            self._rebuild(False)
         if self.permutation != PERMUTATION_NONE:
             self._permutation_move()
         if self.sample_alpha:   # Escobar & West (1995), sec. 6
