@@ -180,6 +180,19 @@ def section_dpmm(args):
           f"DPMMSubClusters' reported {DPMM_REPORTED_SECONDS} s: {ours:.2f} s")
 
 
+def print_table(results, width):
+    """The medians of each method's rows, its time against scikit-learn's."""
+    reference = summary(results["sklearn BGM"])
+    print(f"{'method':<{width}} {'ARI':>6} {'predict':>8} {'K':>5} "
+          f"{'held-out ll':>12} {'fit s':>8} {'time / sklearn':>15}")
+    for name, rows in results.items():
+        found = summary(rows)
+        print(f"{name:<{width}} {found['ari']:6.3f} {found['ari_predict']:8.3f} "
+              f"{found['k']:5.0f} {found['ll']:12.4f} {found['seconds']:8.2f} "
+              f"{found['seconds'] / reference['seconds']:15.3f}")
+    print(ARI_NOTE)
+
+
 def pooled_covariance(X, labels):
     """The covariance of the rows about their clusters' means, pooled."""
     sums = np.zeros((labels.max() + 1, X.shape[1]))
@@ -226,15 +239,7 @@ def section_liang(args):
                 model, seconds = fit_timed(sklearn_model(repeat), X)
                 results["sklearn BGM"].append(sklearn_row(
                     model, X, y, seconds, ll=model.score(X_test)))
-        reference = summary(results["sklearn BGM"])
-        print(f"{'method':<33} {'ARI':>6} {'predict':>8} {'K':>5} {'held-out ll':>12} "
-              f"{'fit s':>8} {'time / sklearn':>15}")
-        for name, rows in results.items():
-            s = summary(rows)
-            print(f"{name:<33} {s['ari']:6.3f} {s['ari_predict']:8.3f} {s['k']:5.0f} "
-                  f"{s['ll']:12.4f} {s['seconds']:8.2f} "
-                  f"{s['seconds'] / reference['seconds']:15.3f}")
-        print(ARI_NOTE)
+        print_table(results, 33)
 
 
 def section_defaults(args):
@@ -254,15 +259,7 @@ def section_defaults(args):
                 model, seconds = fit_timed(sklearn_model(repeat), X)
             results["sklearn BGM"].append(sklearn_row(
                 model, X, y, seconds, ll=model.score(X_test)))
-        reference = summary(results["sklearn BGM"])
-        print(f"{'method':<20} {'ARI':>6} {'predict':>8} {'K':>5} {'held-out ll':>12} "
-              f"{'fit s':>8} {'time / sklearn':>15}")
-        for name, rows in results.items():
-            found = summary(rows)
-            print(f"{name:<20} {found['ari']:6.3f} {found['ari_predict']:8.3f} "
-                  f"{found['k']:5.0f} {found['ll']:12.4f} {found['seconds']:8.2f} "
-                  f"{found['seconds'] / reference['seconds']:15.3f}")
-        print(ARI_NOTE)
+        print_table(results, 20)
 
 
 def timed_sweeps(chain, n_sweeps, repeats, threads):

@@ -325,6 +325,23 @@ def test_kernels_of_consecutive_points_are_theirs_one_by_one(covariance_type, d)
         assert_array_equal(by_rows, one_by_one)
 
 
+def twin_chains(X, covariance_type, n_split_merge, init_clusters, seed, switch,
+                values):
+    """Collapsed chains on X (unit prior scale, d + 2 degrees of freedom), one
+    for each value of the test attribute ``switch``, from the same seed."""
+    d = X.shape[1]
+    full = covariance_type == "full"
+    model = NIWModel(np.zeros(d), 0.5, d + 2.0, np.eye(d) if full else np.ones(d),
+                     full, len(X))
+    chains = []
+    for value in values:
+        chain = CollapsedChain(model.family(X), 1.0, True, n_split_merge, None,
+                               init_clusters, np.random.PCG64(seed))
+        setattr(chain, switch, value)
+        chains.append(chain)
+    return chains
+
+
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
 def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point(covariance_type):
     # the Gibbs scan weighs points in blocks where the family has log_kernel_rows,
@@ -334,15 +351,8 @@ def test_gibbs_scan_by_blocks_draws_what_it_draws_point_by_point(covariance_type
     # bit, sweep by sweep
     rng = np.random.default_rng(7)
     X = np.concatenate([rng.normal(size=(70, 5)) + 4.0 * c for c in range(3)])[:203]
-    full = covariance_type == "full"
-    model = NIWModel(np.zeros(5), 0.5, 7.0, np.eye(5) if full else np.ones(5), full,
-                     len(X))
-    chains = []
-    for blocks in (True, False):
-        chain = CollapsedChain(model.family(X), 1.0, True, 0, None, 20,
-                               np.random.PCG64(11))
-        chain._kernel_blocks = blocks
-        chains.append(chain)
+    chains = twin_chains(X, covariance_type, 0, 20, 11, "_kernel_blocks",
+                         (True, False))
     moved = 0
     for _ in range(6):
         before = chains[0].snapshot()[0]
@@ -390,15 +400,8 @@ def test_rebuilding_only_the_changed_states_draws_the_same(covariance_type):
     # sweep by sweep: the same labels, log joint and cluster parameters
     rng = np.random.default_rng(5)
     X = np.concatenate([rng.normal(size=(60, 4)) + 5.0 * c for c in range(4)])
-    full = covariance_type == "full"
-    model = NIWModel(np.zeros(4), 0.5, 6.0, np.eye(4) if full else np.ones(4), full,
-                     len(X))
-    chains = []
-    for every in (False, True):
-        chain = CollapsedChain(model.family(X), 1.0, True, 5, None, 12,
-                               np.random.PCG64(3))
-        chain._rebuild_every = every
-        chains.append(chain)
+    chains = twin_chains(X, covariance_type, 5, 12, 3, "_rebuild_every",
+                         (False, True))
     for _ in range(30):
         for chain in chains:
             chain.sweep(1)
