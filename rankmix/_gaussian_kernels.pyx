@@ -1227,7 +1227,8 @@ cdef void _niw_full_log_likelihood_quads(
             context, params, first + r if points == NULL else points[r] - first, work)
 
 
-# the largest d at which the full family weighs blocks of rows at once (below)
+# the largest d at which the full family's block likelihood has the rows innermost
+# (below); above it, four rows at a time (``_niw_full_log_likelihood_quads``)
 cdef intp_t ROWS_FULL_MAX_D = 16
 
 
