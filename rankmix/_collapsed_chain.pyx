@@ -12,9 +12,12 @@ A sweep releases the GIL for all its work:
    2003), each an exact Metropolis-Hastings step;
 2. one collapsed Gibbs scan (Neal 2000, algorithm 3): each point in turn leaves
    its cluster and joins cluster k with probability proportional to n_k p(x | k),
-   or a new cluster with probability proportional to alpha p(x);
-3. after a Gibbs scan, every cluster's state is rebuilt from its members, so that
-   the round-off of the removals never outlives a sweep;
+   or a new cluster with probability proportional to alpha p(x) (where the family
+   can weigh a point's own cluster as if it had left, the point leaves only if
+   it moves; and the scan may weigh 16 points at a time: ``_gibbs_scan``);
+3. after a Gibbs scan, every cluster's state that changed since it was last
+   rebuilt is rebuilt from its members, so that the round-off of the removals
+   never outlives a sweep;
 4. optionally, one permutation-augmented move (Liang, Jordan & Taskar 2007), below;
 5. optionally, alpha | K by Escobar & West (1995)'s auxiliary-variable step.
 

@@ -17,7 +17,7 @@ directly:
 
 A family may also set, with ``own_weight(&family.c, ...)``, ``own_log_weight(context,
 state, point)``: the Gibbs weight of a member for its own cluster as if it had been
-removed, ``state[log_weight] + log_kernel(context, state', point)`` for the state'
+removed, ``state'[log_weight] + log_kernel(context, state', point)`` for the state'
 without the point (n >= 2), computed from ``state`` without changing it; NaN where
 the family cannot compute it accurately. The Gibbs scan then weighs a point's
 clusters before removing it, and removes it only if it moves (most points stay,
@@ -99,7 +99,8 @@ from ._permutation cimport (
 cdef enum:
     STATE_COUNT = 0
 
-# the most rows a ``log_likelihood_rows`` call weighs (module docstring)
+# the most rows a ``log_likelihood_rows`` or ``log_kernel_rows`` call weighs (module
+# docstring); _simd's forward_rows holds up to 16 (_gaussian_kernels checks it)
 cdef enum:
     ROWS_BLOCK = 16
 

@@ -89,6 +89,10 @@ from ._simd cimport (
     scaled_squares, squared_distance, squares_rows,
 )
 
+# _simd.forward_rows keeps each of a block's rows in arrays of 16
+if ROWS_BLOCK > 16:
+    raise ImportError("ROWS_BLOCK exceeds the 16 rows _simd.forward_rows holds")
+
 # The diagonal predictive multiplies the d factors (1 + ...) and takes one log; it
 # flushes the running product to the log-sum before it can overflow.
 cdef double PRODUCT_FLUSH = 1e150

@@ -326,7 +326,7 @@ def test_kernels_of_consecutive_points_are_theirs_one_by_one(covariance_type, d)
 
 
 def twin_chains(X, covariance_type, n_split_merge, init_clusters, seed, switch,
-                values):
+                values, alpha=1.0):
     """Collapsed chains on X (unit prior scale, d + 2 degrees of freedom), one
     for each value of the test attribute ``switch``, from the same seed."""
     d = X.shape[1]
@@ -335,11 +335,29 @@ def twin_chains(X, covariance_type, n_split_merge, init_clusters, seed, switch,
                      full, len(X))
     chains = []
     for value in values:
-        chain = CollapsedChain(model.family(X), 1.0, True, n_split_merge, None,
+        chain = CollapsedChain(model.family(X), alpha, True, n_split_merge, None,
                                init_clusters, np.random.PCG64(seed))
         setattr(chain, switch, value)
         chains.append(chain)
     return chains
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_gibbs_scan_by_blocks_grows_its_slots_within_a_block(covariance_type):
+    # from one cluster (16 slots) with alpha = 200, the first scan opens new
+    # clusters point after point, so the slots (states, kernel table, dirty
+    # flags) grow in the middle of a block: the draws are still the
+    # point-by-point scan's
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(150, 3))
+    chains = twin_chains(X, covariance_type, 0, 1, 4, "_kernel_blocks",
+                         (True, False), alpha=200.0)
+    for chain in chains:
+        chain.sweep(1)
+    by_blocks, by_points = (chain.snapshot()[0] for chain in chains)
+    assert len(np.unique(by_blocks)) > 32
+    assert_array_equal(by_blocks, by_points)
+    assert chains[0].log_joint == chains[1].log_joint
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
