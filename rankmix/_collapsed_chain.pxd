@@ -96,8 +96,6 @@ cdef class CollapsedChain:
                            bint split) noexcept nogil
     cdef int _sams_merge(self, intp_t i, intp_t j, intp_t ci, intp_t cj,
                          intp_t m) except -1 nogil
-    cdef bint _merged_state(self, const double* state_a,
-                            const double* state_b) noexcept nogil
     cdef intp_t _uniform_order(self) noexcept nogil
     cdef intp_t _projection_order(self) noexcept nogil
     cdef int _permutation_move(self) except -1 nogil

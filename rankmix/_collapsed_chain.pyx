@@ -126,8 +126,8 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     ROWS_BLOCK, STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
-    family_log_kernel_t, family_log_marginal, family_rebuild, family_remove,
-    family_reset,
+    family_log_kernel_t, family_log_marginal, family_merged_state, family_rebuild,
+    family_remove, family_reset,
 )
 from ._permutation cimport digamma, intp_t
 from ._consensus import number_by_first_appearance
@@ -563,7 +563,8 @@ cdef class CollapsedChain:
             c_big, c_small = ci, cj
         else:
             c_big, c_small = cj, ci
-        if not self._merged_state(self._state(c_big), self._state(c_small)):
+        if family_merged_state(&self.f, self._state(c_big), self._state(c_small),
+                               self.merge_moments, self.state_m) < 0:
             # the larger cluster's state plus the smaller's points
             memcpy(self.state_m, self._state(c_big), self.W * sizeof(double))
             family_add(&self.f, self.state_m, i if c_small == ci else j)
@@ -586,22 +587,6 @@ cdef class CollapsedChain:
             self.labels[k] = ci
         self._close_slot(cj)
         return 0
-
-    cdef bint _merged_state(self, const double* state_a,
-                            const double* state_b) noexcept nogil:
-        """``state_m`` <- the state of two clusters' points together, from their
-        states' moments (``state_moments``, ``_family.pxd``): O(1) in their
-        sizes. False where the family has no ``state_moments`` or the state is
-        not numerically valid: the caller then adds the points one by one."""
-        cdef intp_t M = self.f.moments_width
-        if self.f.state_moments == NULL:
-            return False
-        self.f.state_moments(self.f.segments.context, state_a, self.merge_moments)
-        self.f.state_moments(self.f.segments.context, state_b, self.merge_moments + M)
-        self.f.moments_merge(self.f.segments.context, self.merge_moments,
-                             self.merge_moments + M)
-        return self.f.moments_state(self.f.segments.context, self.merge_moments,
-                                    self.state_m) == 0
 
     cdef intp_t _uniform_order(self) noexcept nogil:
         """pi uniform on Pi(C) (eq. 3) into ``order``; C's segment ends into ``ends_old``.

@@ -319,3 +319,20 @@ cdef inline void family_log_likelihood_rows(
 cdef inline intp_t family_rows_work_width(const ConjugateFamily* f) noexcept nogil:
     """The scratch of ``family_log_likelihood_rows``, per thread."""
     return f.rows_work_width if f.log_likelihood_rows != NULL else f.work_width
+
+
+cdef inline int family_merged_state(
+        const ConjugateFamily* f, const double* state_a, const double* state_b,
+        double* moments, double* out) noexcept nogil:
+    """``out`` <- the state of two states' points together, from their moments
+    (``state_moments``, ``moments_merge``, ``moments_state``; module docstring),
+    with ``moments`` holding 2 ``moments_width`` doubles of scratch. < 0 where the
+    family has no ``state_moments`` or the merged state is not numerically valid
+    (a merge proposal then adds the points one by one)."""
+    cdef intp_t M = f.moments_width
+    if f.state_moments == NULL:
+        return -1
+    f.state_moments(f.segments.context, state_a, moments)
+    f.state_moments(f.segments.context, state_b, moments + M)
+    f.moments_merge(f.segments.context, moments, moments + M)
+    return f.moments_state(f.segments.context, moments, out)

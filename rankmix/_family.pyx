@@ -218,22 +218,18 @@ cdef class Family:
 
     def _merged_state_check(self, members_a, members_b):
         """The state of two sets of points together (for tests): merged from the
-        two states' moments (``state_moments``, ``moments_merge``,
-        ``moments_state``, as a merge proposal builds it) and rebuilt from the
-        union."""
+        two states' moments (``family_merged_state``, as a merge proposal builds
+        it) and rebuilt from the union."""
         if self.c.state_moments == NULL:
             raise ValueError("this family has no state_moments")
-        cdef intp_t M = self.c.moments_width
         cdef double[::1] state_a = self._rebuilt_state(
             np.ascontiguousarray(members_a, dtype=np.intp))
         cdef double[::1] state_b = self._rebuilt_state(
             np.ascontiguousarray(members_b, dtype=np.intp))
-        cdef double[::1] moments = np.empty(2 * M)
+        cdef double[::1] moments = np.empty(2 * self.c.moments_width)
         cdef double[::1] merged = np.empty(self.c.segments.width)
-        self.c.state_moments(self.c.segments.context, &state_a[0], &moments[0])
-        self.c.state_moments(self.c.segments.context, &state_b[0], &moments[M])
-        self.c.moments_merge(self.c.segments.context, &moments[0], &moments[M])
-        if self.c.moments_state(self.c.segments.context, &moments[0], &merged[0]) < 0:
+        if family_merged_state(&self.c, &state_a[0], &state_b[0], &moments[0],
+                               &merged[0]) < 0:
             raise FloatingPointError(self.failure_message)
         union = np.concatenate([np.asarray(members_a), np.asarray(members_b)])
         return np.asarray(merged), self._rebuilt_state(
