@@ -8,7 +8,8 @@ a chain's state can be compared with the truth.
 """
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.optimize import minimize
+from scipy.special import gammaln, multigammaln
 
 MEAN_VARIANCE = 2.0
 # The four samplers of Liang et al.'s Figure 3.
@@ -56,3 +57,72 @@ def log_joint(model, X, labels):
         niw.rebuild(state, members)
         value += np.log(alpha) + gammaln(len(members)) + niw.log_marginal(state)
     return value
+
+
+def log_joint_learnt_prior(model, X, labels):
+    """max over (s, nu_0) of log p(c, X) under Psi_0 = s ``covariance_prior_``.
+
+    The empirical-Bayes value of ``labels`` under the "full" model whose
+    inverse-Wishart prior has its scale and degrees of freedom learnt, the rest
+    (m_0, kappa_0, alpha) as fitted: each clustering gets its own best (s, nu_0),
+    as a prior on them would let the chain pick. Returns ``(value, s, nu_0)``.
+
+    With Psi_0 = s B and B = V V^T, |s B + A_k| = |B| prod_i (s + lambda_ki),
+    lambda_ki the eigenvalues of V^-1 A_k V^-T, A_k = S_k + kappa_0 n_k /
+    (kappa_0 + n_k) (xbar_k - m_0)(xbar_k - m_0)^T; so one eigendecomposition per
+    cluster gives log p(X | c, s, nu_0) for every (s, nu_0). The terms in |B| add
+    up to -N/2 log |B| for every clustering and are left out, so only differences
+    between clusterings of the same X are meaningful.
+    """
+    d = X.shape[1]
+    kappa, m0 = model.kappa_, model.mean_prior_
+    inverse_root = np.linalg.inv(np.linalg.cholesky(model.covariance_prior_))
+    sizes, eigenvalues = [], []
+    for k in np.unique(labels):
+        members = X[labels == k]
+        n = len(members)
+        centred = members - members.mean(axis=0)
+        offset = members.mean(axis=0) - m0
+        A = centred.T @ centred + kappa * n / (kappa + n) * np.outer(offset, offset)
+        sizes.append(n)
+        eigenvalues.append(
+            np.clip(np.linalg.eigvalsh(inverse_root @ A @ inverse_root.T), 0, None)
+        )
+    sizes = np.array(sizes, dtype=float)
+    alpha = float(model.alpha)
+    crp = (
+        len(sizes) * np.log(alpha)
+        + gammaln(sizes).sum()
+        + gammaln(alpha)
+        - gammaln(alpha + len(X))
+    )
+
+    def negative(p):
+        # nu_0 > d - 1 (the excess kept off 0, where Gamma_d(nu_0 / 2) is infinite)
+        s, nu = np.exp(p[0]), d - 1 + max(np.exp(p[1]), 1e-9)
+        value = 0.0
+        for n, lam in zip(sizes, eigenvalues):
+            value += (
+                multigammaln((nu + n) / 2, d)
+                - multigammaln(nu / 2, d)
+                + nu * d / 2 * np.log(s)
+                - (nu + n) / 2 * np.log(s + lam).sum()
+                + d / 2 * np.log(kappa / (kappa + n))
+                - n * d / 2 * np.log(np.pi)
+            )
+        return -value
+
+    best = min(
+        (
+            minimize(
+                negative,
+                [np.log(s0), np.log(excess)],
+                method="Nelder-Mead",
+                options=dict(maxiter=4000, xatol=1e-7, fatol=1e-4),
+            )
+            for s0 in (0.1, 3.0, 100.0)
+            for excess in (3.0, 100.0)
+        ),
+        key=lambda result: result.fun,
+    )
+    return crp - best.fun, float(np.exp(best.x[0])), float(d - 1 + np.exp(best.x[1]))

@@ -29,7 +29,18 @@ Methods, on the same data, in the same process, on one core:
 For rankmix also "lj - truth": log p(c, X) of ``labels_`` minus that of the
 true labels under the fitted prior (median over repeats). Positive means the
 model's posterior prefers the clustering found to the truth, so a low ARI is
-the model's answer, not a sampler that failed to find the truth.
+the model's answer, not a sampler that failed to find the truth. For "full",
+"(prior learnt)" is the same difference with the inverse-Wishart prior's scale
+and degrees of freedom learnt: Psi_0 = s Psi_0(default) and nu_0 chosen, for
+each of the two clusterings, to maximise its log p(c, X) (``_liang``'s
+``log_joint_learnt_prior``). Where "lj - truth" is positive and this one
+negative, the merging comes from the fixed default prior, and a prior on (s,
+nu_0), learnt with the clustering (Rasmussen 2000), would make the posterior
+prefer the truth; where both are positive, no choice of (s, nu_0) does.
+With ``--oracle-prior`` the row "full, oracle" is a "full" fit whose prior is
+fixed at the true clustering's learnt (s, nu_0): what the sampler finds in its
+sweeps when the prior is right, an upper bound for a prior learnt with the
+clustering (it uses the true labels, so it is not one of the targets).
 
 Measured: ARI (``sklearn.metrics.adjusted_rand_score``) and VI
 (``rankmix.metrics.variation_of_information``, nats) of the training labels to
@@ -69,7 +80,12 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _liang import MEAN_VARIANCE, log_joint, make_data  # noqa: E402
+from _liang import (  # noqa: E402
+    MEAN_VARIANCE,
+    log_joint,
+    log_joint_learnt_prior,
+    make_data,
+)
 from _machine import package_version, print_machine  # noqa: E402
 from scipy.special import logsumexp  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
@@ -82,6 +98,7 @@ from rankmix.metrics import variation_of_information  # noqa: E402
 
 SETTINGS = ((2, 5), (10, 10), (40, 40), (80, 40))
 QUICK_SETTINGS = ((2, 5), (10, 10))
+ORACLE = "full, oracle"
 
 
 def true_log_joint(X, means):
@@ -135,7 +152,7 @@ def run_sklearn(X, y, X_test, seed, args):
     )
 
 
-def run_rankmix(X, y, X_test, seed, covariance_type, args):
+def run_rankmix(X, y, X_test, seed, covariance_type, args, **params):
     model = DPGaussianClustering(
         covariance_type=covariance_type,
         n_iter=args.n_iter,
@@ -144,14 +161,24 @@ def run_rankmix(X, y, X_test, seed, covariance_type, args):
         n_chains=1,
         n_jobs=1,
         random_state=seed,
+        **params,
     )
     start = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - start
     # > 0: the model's posterior prefers the clustering found to the truth
     gap = log_joint(model, X, model.labels_) - log_joint(model, X, y)
+    extra = dict(gap=gap)
+    if covariance_type == "full" and not params:
+        # the same with the prior's scale and degrees of freedom learnt, each
+        # clustering at its own best (module docstring)
+        truth, s, nu = log_joint_learnt_prior(model, X, y)
+        extra["gap_learnt"] = log_joint_learnt_prior(model, X, model.labels_)[0] - truth
+        extra["oracle_prior"] = dict(
+            nu=nu, covariance_prior=s * model.covariance_prior_
+        )
     return metrics(
-        y, model.labels_, model.n_clusters_, model.score(X_test), seconds, gap=gap
+        y, model.labels_, model.n_clusters_, model.score(X_test), seconds, **extra
     )
 
 
@@ -171,10 +198,10 @@ def format_time(runs):
     return f"{np.median(seconds):8.2f} [{seconds.min():7.2f}, {seconds.max():7.2f}]"
 
 
-def format_gap(runs):
-    if "gap" not in runs[0]:
+def format_gap(runs, key="gap"):
+    if key not in runs[0]:
         return "-"
-    return f"{median(runs, 'gap'):.1f}"
+    return f"{median(runs, key):.1f}"
 
 
 def print_setting(d, n_clusters, names, results, args):
@@ -184,7 +211,8 @@ def print_setting(d, n_clusters, names, results, args):
     )
     header = (
         f"{'method':<16} {'ARI':>6} {'VI':>7} {'K':>5} {'held-out ll':>12} "
-        f"{'vs true':>8} {'fit s median [min, max]':>26} {'lj - truth':>11}"
+        f"{'vs true':>8} {'fit s median [min, max]':>26} {'lj - truth':>11} "
+        f"{'(prior learnt)':>14}"
     )
     print(header)
     print("-" * len(header))
@@ -195,7 +223,8 @@ def print_setting(d, n_clusters, names, results, args):
         print(
             f"{name:<16} {median(runs, 'ari'):6.3f} {median(runs, 'vi'):7.3f} "
             f"{format_k(runs):>5} {ll:12.4f} {ll - ceiling:8.4f} "
-            f"{format_time(runs):>26} {format_gap(runs):>11}"
+            f"{format_time(runs):>26} {format_gap(runs):>11} "
+            f"{format_gap(runs, 'gap_learnt'):>14}"
         )
     sk = results["sklearn BGM"]
     converged = sum(run["converged"] for run in sk)
@@ -288,8 +317,15 @@ def main():
     parser.add_argument(
         "--n-components", type=int, default=50, help="sklearn truncation level"
     )
+    parser.add_argument(
+        "--oracle-prior",
+        action="store_true",
+        help="also fit 'full' under the truth's learnt (s, nu_0) (module docstring)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.oracle_prior and "full" not in args.covariance_types:
+        parser.error("--oracle-prior needs 'full' among --covariance-types")
     if args.settings is None:
         args.settings = list(QUICK_SETTINGS if args.quick else SETTINGS)
     if args.n_train is None:
@@ -313,6 +349,8 @@ def main():
     names = ["true model", "sklearn BGM"] + [
         f"rankmix {c}" for c in args.covariance_types
     ]
+    if args.oracle_prior:
+        names.append(ORACLE)
     outcomes = []
     with threadpool_limits(limits=1):
         for d, n_clusters in args.settings:
@@ -334,6 +372,11 @@ def main():
                 for covariance_type in args.covariance_types:
                     results[f"rankmix {covariance_type}"].append(
                         run_rankmix(X, y, X_test, fit_seed, covariance_type, args)
+                    )
+                if args.oracle_prior:
+                    prior = results["rankmix full"][-1]["oracle_prior"]
+                    results[ORACLE].append(
+                        run_rankmix(X, y, X_test, fit_seed, "full", args, **prior)
                     )
             print_setting(d, n_clusters, names, results, args)
             outcomes.extend(
