@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Base class of the Dirichlet-process mixture estimators."""
 
-import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
@@ -27,6 +26,7 @@ from ._engine import (
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
 from ._validation import INTP_MAX
+from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
 
@@ -520,12 +520,11 @@ class BaseDPMixture(
         if not self.warm_start or not hasattr(self, "label_samples_"):
             return None
         if getattr(self, "_chains", None) is None:
-            warnings.warn(
+            warn(
                 "warm_start=True found no chains to continue: only a fit with "
                 "warm_start=True keeps them, and pickling drops them. The chains "
                 "start afresh.",
                 UserWarning,
-                stacklevel=4,
             )
             return None
         old, now = self._chain_parameters, self._parameters_of_the_chains()

@@ -9,13 +9,14 @@ computed here so that fitted estimators carry them without an optional
 dependency (tests check that they equal ArviZ's).
 """
 
-import warnings
 
 import numpy as np
 from scipy.fft import next_fast_len
 from scipy.special import ndtri
 from scipy.stats import rankdata
 from sklearn.exceptions import ConvergenceWarning
+
+from ._warnings import warn
 
 # R-hat of the log joint above this means the chains disagree (Vehtari et al. 2021
 # recommend 1.01 for final inference; 1.1 flags clear disagreement only).
@@ -101,14 +102,13 @@ def warn_if_chains_disagree(log_joint):
         return
     value = rhat(log_joint)
     if value > RHAT_THRESHOLD:
-        warnings.warn(
+        warn(
             f"The chains disagree: R-hat of the log joint after burn-in is "
             f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
             "in different modes. Increase n_iter and burn_in (with "
             "warm_start=True, fit again to continue the chains), or try another "
             "sampler; inspect trace_ to see where the chains part.",
             ConvergenceWarning,
-            stacklevel=3,
         )
 
 

@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """MallowsBlurringMeanShift: exponential blurring mean-shift (EBMS) over rankings."""
 
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -16,6 +15,7 @@ from . import _ebms_kernels, _kernels
 from ._base import INTP_MAX
 from ._sklearn_compat import Interval, _fit_context
 from ._validation import check_query_rankings, check_training_rankings
+from ._warnings import warn
 
 # Largest dispersion: every pair that a ranking reverses costs a factor e^-20, a
 # point mass for any data set; it stands for the infinite maximum-likelihood
@@ -311,11 +311,10 @@ def _blur(points, counts, owner, n_items, theta):
         owner = merged[owner]
         state = points.tobytes() + counts.tobytes()
         if state in seen:
-            warnings.warn(
+            warn(
                 f"The blurring mean-shift cycled after {n_iter} steps instead of "
                 "stopping; the clusters are those of the first repeated state.",
                 ConvergenceWarning,
-                stacklevel=3,
             )
             return points, owner, n_iter
         seen.add(state)

@@ -500,3 +500,42 @@ def test_sample_stats_hold_the_acceptance_rates_the_chains_count(
         # the permutation move is counted after burn-in only
         assert np.all(model._moves["permutation_proposed"][:, : model.burn_in] == 0)
         assert np.all(model._moves["permutation_proposed"][:, model.burn_in :] == 1)
+
+
+def _disagreeing_mallows():
+    # chains stopped right after a random start disagree on the log joint
+    # (test_dp_mallows' convergence-warning test)
+    X, _, _ = make_mallows_mixture(
+        n_clusters=6, n_per_cluster=60, n_items=12, t=6, theta=0.6, random_state=0
+    )
+    model = DPMallowsClustering(
+        sampler="slice-gibbs", n_iter=12, burn_in=0, n_chains=4, init="random",
+        init_clusters=1, n_gibbs=1, random_state=0,
+    )
+    return model, X
+
+
+@pytest.mark.parametrize("method", ["fit", "fit_predict"])
+def test_convergence_warning_names_the_callers_line(method):
+    # a fixed stacklevel named a line of rankmix/_base.py from fit, and another
+    # frame from fit_predict; the warning is the user's, and names their line
+    model, X = _disagreeing_mallows()
+    with pytest.warns(ConvergenceWarning, match="R-hat") as record:
+        getattr(model, method)(X)
+    assert {w.filename for w in record} == {__file__}
+
+
+def test_other_warnings_name_the_callers_line():
+    from rankmix.metrics import variation_of_information
+    from rankmix.preprocessing import ScoresToRankings
+
+    with pytest.warns(UserWarning, match="greater than the number") as record:
+        ScoresToRankings(t=5).fit(np.array([[1.0, 3.0, 2.0]]))
+    with pytest.warns(UserWarning, match="continuous values") as more:
+        variation_of_information([0.5, 1.5], [0, 1])
+    model = DPGaussianClustering(n_iter=4, burn_in=2, warm_start=True)
+    model.fit(VECTORS)
+    model._chains = None  # as after pickling
+    with pytest.warns(UserWarning, match="no chains to continue") as warm:
+        model.fit(VECTORS)
+    assert {w.filename for w in [*record, *more, *warm]} == {__file__}

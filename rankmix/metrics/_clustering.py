@@ -3,13 +3,13 @@
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import warnings
 
 import numpy as np
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_array, check_consistent_length
 
 from .._sklearn_compat import validate_params
+from .._warnings import warn
 
 __all__ = ["variation_of_information", "vi_scorer"]
 
@@ -41,7 +41,7 @@ def _check_clusterings(labels_true, labels_pred):
     if continuous_true or continuous_pred:
         type_label = "continuous" if continuous_true else "discrete"
         type_pred = "continuous" if continuous_pred else "discrete"
-        warnings.warn(
+        warn(
             "Clustering metrics expects discrete values but received"
             f" {type_label} values for label, and {type_pred} values "
             "for target",

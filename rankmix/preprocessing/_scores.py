@@ -3,7 +3,6 @@
 """ScoresToRankings: from a score or rating matrix to top-t rankings."""
 
 import numbers
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -18,6 +17,7 @@ from .._sklearn_compat import (
     _check_feature_names_in,
     _fit_context,
 )
+from .._warnings import warn
 
 __all__ = ["ScoresToRankings"]
 
@@ -212,12 +212,11 @@ class ScoresToRankings(TransformerMixin, BaseEstimator):
         scores, _ = self._validate_scores(X, reset=True)
         n_items = self.n_features_in_
         if self.t is not None and self.t > n_items:
-            warnings.warn(
+            warn(
                 f"t={self.t} is greater than the number of items "
                 f"(n_features_in_={n_items}): every rated item will be ranked, "
                 "as with t=None.",
                 UserWarning,
-                stacklevel=3,  # above the parameter-validation wrapper
             )
         if self.min_rated > n_items:
             raise ValueError(
