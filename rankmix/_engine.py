@@ -30,6 +30,8 @@ them: burn-in and thinning count sweeps from the chains' start, and
 together give the draws of one long run.
 """
 
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -393,6 +395,8 @@ class _Progress:
         self.start = time.perf_counter()
         self.every = max(1, n_iter // 10) if verbose == 1 else 1
         self.bar = None
+        # the chains report from their threads: one line at a time, each whole
+        self.lock = threading.Lock()
         if verbose == 1 and tqdm is not None:
             self.bar = tqdm(
                 total=n_iter * n_chains, desc="rankmix", unit="sweep", leave=False
@@ -400,19 +404,24 @@ class _Progress:
 
     def update(self, chain, sweep, n_clusters, log_joint):
         if self.bar is not None:
-            self.bar.set_postfix(clusters=n_clusters, log_joint=f"{log_joint:.1f}")
-            self.bar.update()
+            with self.lock:
+                self.bar.set_postfix(clusters=n_clusters, log_joint=f"{log_joint:.1f}")
+                self.bar.update()
             return
         if not self.verbose or (sweep + 1) % self.every and sweep + 1 != self.n_iter:
             return
         elapsed = time.perf_counter() - self.start
         left = elapsed * (self.n_iter - sweep - 1) / (sweep + 1)
-        print(
+        line = (
             f"[rankmix] chain {chain + 1}/{self.n_chains} sweep {sweep + 1}/"
             f"{self.n_iter}: {n_clusters} clusters, log joint {log_joint:.1f}, "
-            f"{elapsed:.1f}s elapsed, ~{left:.1f}s left",
-            flush=True,
+            f"{elapsed:.1f}s elapsed, ~{left:.1f}s left\n"
         )
+        # print(line) writes the text and its end separately, so two chains'
+        # lines could run together: one write of the whole line, under the lock
+        with self.lock:
+            sys.stdout.write(line)
+            sys.stdout.flush()
 
     def close(self):
         if self.bar is not None:
@@ -421,4 +430,7 @@ class _Progress:
     def __getstate__(self):
         # a chain run in another process (a process or cluster backend of
         # joblib) reports in lines there: the bar stays in this process
-        return {**self.__dict__, "bar": None}
+        return {**self.__dict__, "bar": None, "lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, lock=threading.Lock())

@@ -138,6 +138,28 @@ def test_verbose_two_prints_every_sweep(capsys):
     assert len(lines) == 30 and "left" in lines[-1]
 
 
+def test_progress_lines_of_chains_side_by_side_stay_whole(monkeypatch):
+    # two chains report from two threads: print() wrote a line's text and its
+    # end separately, and lines ran together ("...left[rankmix] chain 2/2 ...")
+    class Recorder:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    recorder = Recorder()
+    monkeypatch.setattr(sys, "stdout", recorder)
+    fit(DPGaussianClustering, VECTORS, n_chains=2, n_jobs=2, verbose=2)
+    assert len(recorder.writes) == 60
+    for text in recorder.writes:
+        assert text.startswith("[rankmix] chain ") and text.endswith("left\n")
+        assert text.count("\n") == 1
+
+
 def test_progress_lines_without_tqdm(capsys, monkeypatch):
     monkeypatch.setattr(_engine, "tqdm", None)
     fit(DPGaussianClustering, VECTORS, n_chains=1, verbose=1)
