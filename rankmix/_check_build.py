@@ -15,7 +15,7 @@ import os
 
 try:
     from . import _rng  # noqa: F401  (the smallest compiled module)
-except ImportError as error:
+except ImportError:
     _folder = os.path.dirname(os.path.abspath(__file__))
     if glob.glob(os.path.join(_folder, "_rng.*.so")) or glob.glob(
         os.path.join(_folder, "_rng.*.pyd")
@@ -25,4 +25,4 @@ except ImportError as error:
         f"rankmix was imported from its source folder {_folder}, which is not "
         "built; run the command from another folder (the installed `rankmix` "
         "command works anywhere), or build in place with `pip install -e .`."
-    ) from error
+    ) from None  # the "partially initialized module" error would only confuse

@@ -33,3 +33,5 @@ def test_an_unbuilt_source_folder_says_what_to_do(tmp_path):
         f"{tmp_path / 'rankmix'}, which is not built;"
     )
     assert "pip install -e ." in message
+    # the message alone, without the "partially initialized module" error before it
+    assert "partially initialized" not in result.stderr
