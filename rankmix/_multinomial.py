@@ -146,7 +146,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     value) it weighs about 1,000 pseudo-tokens, about five documents, so a
     cluster's distribution is set by its documents as soon as it holds a few.
     a = 1 (uniform) would weigh 10,473 pseudo-tokens, more than 50 documents,
-    and blur the clusters of fewer documents.
+    and blur the clusters of fewer documents. With few features and long rows
+    (counts of a handful of categories) the opposite holds: 0.1 lets a row
+    with zero counts found a cluster of its own, and a = 1 keeps it in its
+    group (the example below).
 
     With ``sampler="subcluster"`` every cluster's state is built from block
     moments (``_family.pxd``): the counts, their total and their coefficients'
@@ -175,8 +178,18 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     >>> X = np.vstack([rng.multinomial(30, [0.7, 0.1, 0.1, 0.1], size=20),
     ...                rng.multinomial(30, [0.1, 0.1, 0.1, 0.7], size=20)])
     >>> model = DPMultinomialClustering(n_iter=40, burn_in=20, random_state=0)
-    >>> np.bincount(model.fit(X).labels_)  # the two groups, and one outlier
+    >>> np.bincount(model.fit(X).labels_)  # the two groups, one row apart
     array([20, 19,  1])
+    >>> X[model.labels_ == 2]  # a row of the second group, with two zero counts
+    array([[ 0,  4,  0, 26]])
+
+    A Dirichlet prior of 0.1 per feature makes zeros cheap for a cluster of its
+    own; with few features and many counts per row, a uniform prior
+    (``dirichlet_prior=1.0``) keeps such rows in their group (``GridSearchCV``
+    picks it here by held-out log-likelihood):
+
+    >>> model.set_params(dirichlet_prior=1.0, n_iter=60).fit(X).n_clusters_
+    2
     >>> model.predict([[25, 2, 2, 1], [1, 2, 2, 25]])
     array([0, 1])
     """
