@@ -147,8 +147,9 @@ def plot_rank_heatmap(
     model : DPMallowsClustering
         A fitted estimator.
     X : array-like of shape (n_samples, t_max)
-        The rankings it was fitted on (best first, top-t rows padded with -1).
-        The estimator does not keep them.
+        The rankings it was fitted on (best first, top-t rows padded with -1),
+        passed again: the copy the estimator keeps for its diagnostics is
+        private.
     sample_weight : array-like of shape (n_samples,), default=None
         The counts the model was fitted with (``fit(X, sample_weight=...)``):
         each ranking counts that many times. None counts each once.
