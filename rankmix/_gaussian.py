@@ -8,7 +8,6 @@ from numbers import Real
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
-from sklearn.utils.validation import validate_data
 
 from . import _subcluster_chain
 from ._collapsed import BaseCollapsedDPMixture
@@ -18,6 +17,7 @@ from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
 from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
+from ._validation import validate_numbers
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
 # PRIOR_SHRINK times the inverse of the data covariance, i.e. a typical cluster is
@@ -871,16 +871,9 @@ def _validate_vectors(estimator, X, *, reset):
     ValueError naming its row, not NumPy's OverflowError.
     """
     try:
-        X = validate_data(estimator, X, dtype=[np.float64], reset=reset)
-    except ValueError as error:
-        if not str(error).startswith("could not convert"):
-            raise  # scikit-learn's own messages name X
-        # NumPy's message for a string that is not a number names nothing
-        raise ValueError(
-            f"X holds a value that is not a number ({error}): X must hold real "
-            "numbers (numeric strings such as '0.5' are converted, as "
-            "scikit-learn does)."
-        ) from None
+        X = validate_numbers(
+            estimator, X, "real numbers", dtype=[np.float64], reset=reset
+        )
     except OverflowError:
         row = _first_overflowing_row(X)
         where = "X" if row is None else f"Row {row} of X"

@@ -35,9 +35,10 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         each kernel uniformly over all rankings, theta -> infinity concentrates
         it on the completions of its training ranking.
     n_items : int, default=None
-        Number of items n. None takes the largest item id of the training data
-        + 1; pass it when held-out rankings may hold ids the training data
-        miss (cross-validation).
+        Number of items n; item ids are 0 to n - 1. None takes the largest item
+        id of the training data + 1 (and warns if item 0 is in no ranking); pass
+        it when held-out rankings may hold ids the training data miss
+        (cross-validation).
 
     Attributes
     ----------

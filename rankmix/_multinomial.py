@@ -7,12 +7,12 @@ from numbers import Real
 import numpy as np
 from scipy import sparse
 from scipy.special import gammaln
-from sklearn.utils.validation import validate_data
 
 from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
+from ._validation import validate_numbers
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
 
@@ -260,7 +260,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     def _validate_counts(self, X, reset):
         """X as CSR non-negative integer counts; a ValueError names a bad entry."""
-        X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=reset)
+        X = validate_numbers(
+            self, X, "non-negative integer counts", accept_sparse="csr",
+            dtype=_DTYPES, reset=reset,
+        )
         values = X.data if sparse.issparse(X) else X
         # negative values first: scikit-learn's own wording for them
         bad = values < 0

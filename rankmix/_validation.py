@@ -21,6 +21,9 @@ from itertools import chain, repeat
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils.validation import validate_data
+
+from ._warnings import warn
 
 __all__ = [
     "check_known_items",
@@ -235,11 +238,44 @@ def check_training_rankings(X, n_items, space=None):
         space = check_rankings(space, n_items=n_items)
         width = max(width, ranking_lengths(space).max())
         inferred = max(inferred, int(space.max()) + 1)
+    if n_items is None and inferred > 1 and not _holds_item_zero(X, space):
+        warn(
+            f"Item 0 appears in no ranking, so n_items_ = {inferred} (the largest "
+            "id + 1) counts an item that no one ranked. Item ids start at 0: if "
+            "yours start at 1, subtract 1 from them; pass n_items to keep an item "
+            "that no ranking holds and silence this warning.",
+            UserWarning,
+        )
     # np.pad copies: the result never shares memory with the input
     X = np.pad(
         X[:, :width], ((0, 0), (0, width - min(width, X.shape[1]))), constant_values=-1
     )
     return X, inferred if n_items is None else n_items
+
+
+def validate_numbers(estimator, X, expected, **params):
+    """scikit-learn's ``validate_data``, naming X when a string is not a number.
+
+    NumPy's message for such a string ("could not convert string to float:
+    'a'") names neither X nor what it should hold; ``expected`` says the
+    latter ("real numbers"). Numeric strings ("0.5") are converted, as
+    scikit-learn's estimators convert them.
+    """
+    try:
+        return validate_data(estimator, X, **params)
+    except ValueError as error:
+        if not str(error).startswith("could not convert"):
+            raise  # scikit-learn's own messages name X
+        raise ValueError(
+            f"X holds a value that is not a number ({error}): X must hold "
+            f"{expected} (numeric strings such as '2' are converted, as "
+            "scikit-learn does)."
+        ) from None
+
+
+def _holds_item_zero(X, space):
+    """Whether item 0 is in a ranking of X or of ``space`` (None for none)."""
+    return bool((X == 0).any()) or (space is not None and bool((space == 0).any()))
 
 
 def check_query_rankings(X, n_items_, *, inferred):

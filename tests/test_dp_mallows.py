@@ -467,3 +467,23 @@ def test_repeated_rows_reuse_their_scores_without_changing_a_draw(sampler):
         snapshots.append(chain.snapshot())
     for cached, recomputed in zip(*snapshots):
         assert_array_equal(cached, recomputed)
+
+
+@pytest.mark.parametrize(
+    "Estimator",
+    ["DPMallowsClustering", "MallowsKernelDensity", "MallowsBlurringMeanShift"],
+)
+def test_ids_that_start_at_one_warn_of_the_phantom_item_zero(Estimator):
+    import rankmix
+
+    Estimator = getattr(rankmix, Estimator)
+    params = {"n_iter": 4, "burn_in": 2} if Estimator is DPMallowsClustering else {}
+    one_based = [[1, 2, 3], [3, 2, 1], [2, 3, 1], [1, 3, 2]]
+    with pytest.warns(UserWarning, match="Item 0 appears in no ranking, so n_items_"):
+        model = Estimator(**params).fit(one_based)
+    assert model.n_items_ == 4
+    # n_items given, or item 0 in a ranking: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        Estimator(n_items=4, **params).fit(one_based)
+        Estimator(**params).fit(np.array(one_based) - 1)

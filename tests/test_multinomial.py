@@ -284,6 +284,7 @@ def test_fit_finds_the_topics_and_keeps_sparse_draws():
         (np.array([[1.0, np.nan]]), "NaN"),
         (np.array([[1.0, np.inf]]), "infinity"),
         (np.array([1, 2, 3]), "2D array"),
+        ([["1", "a"], ["2", "3"]], "X holds a value that is not a number .* counts"),
     ],
 )
 def test_bad_input_is_refused(X, match):
