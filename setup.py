@@ -54,7 +54,9 @@ if DEBUG:
 elif os.name == "nt":
     EXTRA_COMPILE_ARGS = ["/O2"]
 else:
-    EXTRA_COMPILE_ARGS = ["-O3", "-ffp-contract=off"]
+    # -g0 overrides the -g of Python's own CFLAGS: debug information would be
+    # most of each module's size (GCC's code is the same with or without it)
+    EXTRA_COMPILE_ARGS = ["-O3", "-ffp-contract=off", "-g0"]
 
 
 def openmp_flags():
