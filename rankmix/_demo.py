@@ -212,4 +212,8 @@ def _run_gaussian_demo(args):
         means = ", ".join(f"{value:.2f}" for value in model.means_[k])
         flowers = "flower" if members.sum() == 1 else "flowers"
         print(f"  ({means}): {members.sum()} {flowers}: {species}")
+    print(
+        "  (versicolor and virginica overlap in these measurements, so a "
+        "cluster may hold both)"
+    )
     print_warnings(messages)
