@@ -9,7 +9,6 @@ computed here so that fitted estimators carry them without an optional
 dependency (tests check that they equal ArviZ's).
 """
 
-
 import numpy as np
 from scipy.fft import next_fast_len
 from scipy.special import ndtri

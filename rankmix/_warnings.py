@@ -16,10 +16,12 @@ import sys
 import warnings
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# scikit-learn's wrappers around an estimator's methods (fit's _fit_context and
-# the parameter validation of functions)
+# scikit-learn's wrappers around an estimator's methods (fit's _fit_context,
+# the output wrapper of transform and fit_transform) and functions (parameter
+# validation)
 _WRAPPERS = (
     os.path.join("sklearn", "base.py"),
+    os.path.join("sklearn", "utils", "_set_output.py"),
     os.path.join("sklearn", "utils", "_param_validation.py"),
 )
 

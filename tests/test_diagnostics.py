@@ -553,6 +553,8 @@ def test_other_warnings_name_the_callers_line():
 
     with pytest.warns(UserWarning, match="greater than the number") as record:
         ScoresToRankings(t=5).fit(np.array([[1.0, 3.0, 2.0]]))
+        ScoresToRankings(t=5).fit_transform(np.array([[1.0, 3.0, 2.0]]))
+    assert len(record) == 2
     with pytest.warns(UserWarning, match="continuous values") as more:
         variation_of_information([0.5, 1.5], [0, 1])
     model = DPGaussianClustering(n_iter=4, burn_in=2, warm_start=True)
