@@ -125,4 +125,5 @@ def log_joint_learnt_prior(model, X, labels):
         ),
         key=lambda result: result.fun,
     )
-    return crp - best.fun, float(np.exp(best.x[0])), float(d - 1 + np.exp(best.x[1]))
+    nu = d - 1 + max(np.exp(best.x[1]), 1e-9)  # as the objective took it
+    return crp - best.fun, float(np.exp(best.x[0])), float(nu)

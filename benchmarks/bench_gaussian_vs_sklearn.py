@@ -33,14 +33,17 @@ the model's answer, not a sampler that failed to find the truth. For "full",
 "(prior learnt)" is the same difference with the inverse-Wishart prior's scale
 and degrees of freedom learnt: Psi_0 = s Psi_0(default) and nu_0 chosen, for
 each of the two clusterings, to maximise its log p(c, X) (``_liang``'s
-``log_joint_learnt_prior``). Where "lj - truth" is positive and this one
-negative, the merging comes from the fixed default prior, and a prior on (s,
-nu_0), learnt with the clustering (Rasmussen 2000), would make the posterior
-prefer the truth; where both are positive, no choice of (s, nu_0) does.
-With ``--oracle-prior`` the row "full, oracle" is a "full" fit whose prior is
-fixed at the true clustering's learnt (s, nu_0): what the sampler finds in its
-sweeps when the prior is right, an upper bound for a prior learnt with the
-clustering (it uses the true labels, so it is not one of the targets).
+``log_joint_learnt_prior``). Negative means that, each at its best prior, the
+truth beats this clustering; it says nothing of the clusterings a chain under
+a learnt prior would find. With ``--oracle-prior`` the row "full, oracle" is a
+"full" fit whose prior is fixed at the true clustering's best (s, nu_0): what
+the sampler finds when the prior suits the truth best, a best case for the
+prior, not a bound on the ARI (it uses the true labels, so it is not one of the
+targets). Its "lj - truth" settles the question: where it is positive, the
+clustering found beats the truth at the truth's best (s, nu_0), hence at every
+(s, nu_0) at which the truth could be, and a posterior over (c, s, nu_0), with
+the prior learnt along with the clustering (Rasmussen 2000), also prefers
+clusterings other than the truth.
 
 Measured: ARI (``sklearn.metrics.adjusted_rand_score``) and VI
 (``rankmix.metrics.variation_of_information``, nats) of the training labels to

@@ -17,8 +17,9 @@ try:
     from . import _rng  # noqa: F401  (the smallest compiled module)
 except ImportError:
     _folder = os.path.dirname(os.path.abspath(__file__))
-    if glob.glob(os.path.join(_folder, "_rng.*.so")) or glob.glob(
-        os.path.join(_folder, "_rng.*.pyd")
+    # _rng.so or _rng.<tag>.so (.pyd on Windows), of this Python or another
+    if glob.glob(os.path.join(_folder, "_rng*.so")) or glob.glob(
+        os.path.join(_folder, "_rng*.pyd")
     ):
         raise  # built, but it does not load: the original error says why
     raise ImportError(

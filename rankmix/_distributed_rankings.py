@@ -55,10 +55,15 @@ def _checked(chunk, first_row, n_items):
 
 
 def _summary(checked):
-    """The error, or (the longest ranking's length, the largest item id)."""
+    """The error, or (the longest ranking's length, the largest item id, whether
+    item 0 is in a ranking)."""
     if isinstance(checked, Exception):
         return checked
-    return int(ranking_lengths(checked).max()), int(checked.max())
+    return (
+        int(ranking_lengths(checked).max()),
+        int(checked.max()),
+        bool((checked == 0).any()),
+    )
 
 
 def _chunk_rankings(checked, n_stages, n_items):
@@ -86,6 +91,8 @@ class DaskRankings(DaskRows):
     ----------
     n_items : int
         ``n_items``, or the largest item id + 1.
+    holds_item_zero : bool
+        Whether item 0 is in a ranking.
     n_features : int
         The longest ranking's length, the chain's number of stages T.
     """
@@ -103,9 +110,10 @@ class DaskRankings(DaskRows):
         for summary in summaries:  # in row order: the first bad row is named
             if isinstance(summary, Exception):
                 raise summary
-        self.n_features = max(width for width, _ in summaries)
-        largest = max(item for _, item in summaries)
+        self.n_features = max(width for width, _, _ in summaries)
+        largest = max(item for _, item, _ in summaries)
         self.n_items = largest + 1 if n_items is None else int(n_items)
+        self.holds_item_zero = any(zero for _, _, zero in summaries)
         self._families = [
             client.submit(_chunk_rankings, c, self.n_features, self.n_items, pure=False)
             for c in checked

@@ -419,9 +419,12 @@ class _Progress:
         )
         # print(line) writes the text and its end separately, so two chains'
         # lines could run together: one write of the whole line, under the lock
+        out = sys.stdout
+        if out is None:  # no console (pythonw), where print writes nothing
+            return
         with self.lock:
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            out.write(line)
+            out.flush()
 
     def close(self):
         if self.bar is not None:

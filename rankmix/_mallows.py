@@ -26,6 +26,7 @@ from ._validation import (
     check_query_rankings,
     check_training_rankings,
     ranking_lengths,
+    warn_item_zero_unranked,
 )
 
 # Split-merge proposals per sweep of sampler="subcluster" with n_split_merge="auto".
@@ -627,6 +628,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         if is_dask_array(X):  # the rankings stay on the workers, validated there
             X = DaskRankings(X, active_client(), self.n_items)
             self.n_items_ = X.n_items
+            if self.n_items is None and not X.holds_item_zero:
+                warn_item_zero_unranked(self.n_items_)
         else:
             X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)

@@ -238,14 +238,8 @@ def check_training_rankings(X, n_items, space=None):
         space = check_rankings(space, n_items=n_items)
         width = max(width, ranking_lengths(space).max())
         inferred = max(inferred, int(space.max()) + 1)
-    if n_items is None and inferred > 1 and not _holds_item_zero(X, space):
-        warn(
-            f"Item 0 appears in no ranking, so n_items_ = {inferred} (the largest "
-            "id + 1) counts an item that no one ranked. Item ids start at 0: if "
-            "yours start at 1, subtract 1 from them; pass n_items to keep an item "
-            "that no ranking holds and silence this warning.",
-            UserWarning,
-        )
+    if n_items is None and not _holds_item_zero(X, space):
+        warn_item_zero_unranked(inferred)
     # np.pad copies: the result never shares memory with the input
     X = np.pad(
         X[:, :width], ((0, 0), (0, width - min(width, X.shape[1]))), constant_values=-1
@@ -271,6 +265,24 @@ def validate_numbers(estimator, X, expected, **params):
             f"{expected} (numeric strings such as '2' are converted, as "
             "scikit-learn does)."
         ) from None
+
+
+def warn_item_zero_unranked(n_items_):
+    """Warn that item 0 is in no ranking of data whose n_items_ was inferred.
+
+    Ids that start at 1 (R's habit, or ranks 1..n passed as orderings) leave a
+    phantom item 0 that changes the model; top-t rankings may also leave out a
+    real item 0, and then n_items says how many items there are.
+    """
+    if n_items_ > 1:
+        warn(
+            f"Item 0 appears in no ranking, so n_items_ = {n_items_} (the largest "
+            "id + 1) counts an item that no one ranked. Item ids start at 0: if "
+            "yours start at 1, subtract 1 from them; if item 0 is a real item "
+            "that no (top-t) ranking holds, pass n_items, which also silences "
+            "this warning.",
+            UserWarning,
+        )
 
 
 def _holds_item_zero(X, space):

@@ -5,35 +5,32 @@
 A fixed ``stacklevel`` names the right line from one call path only: the
 chains-disagree warning is raised the same number of frames below ``fit`` and
 below ``fit_predict``, ``GridSearchCV`` or a warm fit only by chance. `warn` walks
-out of rankmix's own frames (and scikit-learn's ``_fit_context`` wrapper around
-``fit``) and names the first frame beyond them: the user's code, or the
-library that called rankmix. Python 3.12's ``skip_file_prefixes`` does the same;
-rankmix supports 3.10 and 3.11 too.
+out of rankmix's own frames (and scikit-learn's wrappers around ``fit``,
+``fit_transform`` and validated functions) and names the first frame beyond
+them: the user's code, or the library that called rankmix. Frames are told by
+their module's name, which holds wherever and however the package is installed
+(a file's path would not in a frozen application). Python 3.12's
+``skip_file_prefixes`` does the same by path; rankmix supports 3.10 and 3.11 too.
 """
 
-import os
 import sys
 import warnings
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# scikit-learn's wrappers around an estimator's methods (fit's _fit_context,
-# the output wrapper of transform and fit_transform) and functions (parameter
-# validation)
-_WRAPPERS = (
-    os.path.join("sklearn", "base.py"),
-    os.path.join("sklearn", "utils", "_set_output.py"),
-    os.path.join("sklearn", "utils", "_param_validation.py"),
+# scikit-learn's wrappers: fit's _fit_context (sklearn.base), the output wrapper
+# of transform and fit_transform, and the parameter validation of functions
+_WRAPPERS = frozenset(
+    {"sklearn.base", "sklearn.utils._set_output", "sklearn.utils._param_validation"}
 )
 
 
-def _is_internal(filename):
-    filename = os.path.abspath(filename)
-    return filename.startswith(_PACKAGE) or filename.endswith(_WRAPPERS)
+def _is_internal(frame):
+    module = frame.f_globals.get("__name__", "")
+    return module == "rankmix" or module.startswith("rankmix.") or module in _WRAPPERS
 
 
 def warn(message, category=UserWarning):
     """``warnings.warn(message, category)`` at the first frame outside rankmix."""
     frame, level = sys._getframe(1), 2  # stacklevel 2: warn's caller
-    while frame.f_back is not None and _is_internal(frame.f_code.co_filename):
+    while frame.f_back is not None and _is_internal(frame):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)

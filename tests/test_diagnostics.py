@@ -160,6 +160,12 @@ def test_progress_lines_of_chains_side_by_side_stay_whole(monkeypatch):
         assert text.count("\n") == 1
 
 
+def test_progress_lines_without_a_console(monkeypatch):
+    # pythonw and some service hosts have no sys.stdout; print wrote nothing
+    monkeypatch.setattr(sys, "stdout", None)
+    fit(DPGaussianClustering, VECTORS, n_chains=1, verbose=2)
+
+
 def test_progress_lines_without_tqdm(capsys, monkeypatch):
     monkeypatch.setattr(_engine, "tqdm", None)
     fit(DPGaussianClustering, VECTORS, n_chains=1, verbose=1)

@@ -133,6 +133,24 @@ def test_rankings_of_a_dask_array_are_validated_where_they_are():
         DaskRankings(da.from_array(bad, chunks=50), client, None)
     with pytest.raises(ValueError, match="at least one row"):
         DaskRankings(da.from_array(X[:0], chunks=50), client, None)
+    # whether item 0 is in a ranking, over the chunks (the phantom-item warning)
+    assert rows.holds_item_zero
+    shifted = da.from_array(np.where(X >= 0, X + 1, -1), chunks=64)
+    one_based = DaskRankings(shifted, client, None)
+    assert not one_based.holds_item_zero and one_based.n_items == 9
+
+
+def test_dask_mallows_fit_warns_of_a_phantom_item_zero(monkeypatch):
+    monkeypatch.setattr(_mallows, "active_client", SerialClient)
+    one_based = np.where(two_groups() >= 0, two_groups() + 1, -1)
+    params = dict(sampler="subcluster", n_iter=2, burn_in=1, random_state=0)
+    X = da.from_array(one_based, chunks=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(UserWarning, match="Item 0 appears in no ranking"):
+            DPMallowsClustering(**params).fit(X)
+        warnings.filterwarnings("error", "Item 0 appears")
+        DPMallowsClustering(n_items=9, **params).fit(X)
 
 
 def test_dask_mallows_fit_draws_what_an_in_process_fit_draws(dask_client):
