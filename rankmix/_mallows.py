@@ -177,13 +177,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     n_items : int, default=None
         Number of items n; item ids are 0 to n - 1. None takes the largest item
         id of the training data + 1 (and warns if item 0 is in no ranking: ids
-        that start at 1 leave a phantom item 0). Pass it when other rankings may
-        hold items the training data lack: ``predict`` and ``score`` refuse ids
-        of n_items_ or more, so a cross-validation fold without the highest ids
-        makes the other folds' scores NaN. At most 2**14 = 16384: each chain
-        allocates an n x n float64 work matrix (2 GiB at that size), so a larger
-        n raises a ValueError before fitting. Map sparse ids (product ids, say)
-        to 0..n-1 first.
+        that start at 1 would add a phantom item 0). Pass it when other
+        rankings may hold items the training data lack: ``predict`` and
+        ``score`` refuse ids of ``n_items_`` or more, so a cross-validation
+        fold without the highest ids makes the other folds' scores NaN. At
+        most 2**14 = 16384: each chain allocates an n x n float64 work matrix
+        (2 GiB at that size), so a larger n raises a ValueError before fitting.
+        Map sparse ids (product ids, say) to 0..n-1 first.
     n_iter : int, default=200
         Sweeps per chain, burn-in included.
     burn_in : int, default=100

@@ -268,7 +268,7 @@ def validate_numbers(estimator, X, expected, **params):
 
 
 def warn_item_zero_unranked(n_items_):
-    """Warn that item 0 is in no ranking of data whose n_items_ was inferred.
+    """Warn that item 0 is in no ranking of data whose ``n_items_`` was inferred.
 
     Ids that start at 1 (R's habit, or ranks 1..n passed as orderings) leave a
     phantom item 0 that changes the model; top-t rankings may also leave out a
