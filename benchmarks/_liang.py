@@ -49,14 +49,25 @@ def log_joint(model, X, labels):
     clustering.
     """
     niw = model._model(len(X))
-    alpha = float(model.alpha)
-    value = gammaln(alpha) - gammaln(alpha + len(X))
+    value = crp_log_prior(float(model.alpha), np.bincount(labels))
     for k in np.unique(labels):
-        members = X[labels == k]
         state = niw.empty_state()
-        niw.rebuild(state, members)
-        value += np.log(alpha) + gammaln(len(members)) + niw.log_marginal(state)
+        niw.rebuild(state, X[labels == k])
+        value += niw.log_marginal(state)
     return value
+
+
+def crp_log_prior(alpha, sizes):
+    """log p(c) of a clustering with clusters of ``sizes`` (zeros ignored) under
+    the Chinese restaurant process of concentration alpha."""
+    sizes = np.asarray(sizes, dtype=float)
+    sizes = sizes[sizes > 0]
+    return (
+        len(sizes) * np.log(alpha)
+        + gammaln(sizes).sum()
+        + gammaln(alpha)
+        - gammaln(alpha + sizes.sum())
+    )
 
 
 def log_joint_learnt_prior(model, X, labels):
@@ -88,18 +99,14 @@ def log_joint_learnt_prior(model, X, labels):
         eigenvalues.append(
             np.clip(np.linalg.eigvalsh(inverse_root @ A @ inverse_root.T), 0, None)
         )
-    sizes = np.array(sizes, dtype=float)
-    alpha = float(model.alpha)
-    crp = (
-        len(sizes) * np.log(alpha)
-        + gammaln(sizes).sum()
-        + gammaln(alpha)
-        - gammaln(alpha + len(X))
-    )
+    crp = crp_log_prior(float(model.alpha), sizes)
+
+    def degrees(log_excess):
+        # nu_0 > d - 1 (the excess kept off 0, where Gamma_d(nu_0 / 2) is infinite)
+        return d - 1 + max(np.exp(log_excess), 1e-9)
 
     def negative(p):
-        # nu_0 > d - 1 (the excess kept off 0, where Gamma_d(nu_0 / 2) is infinite)
-        s, nu = np.exp(p[0]), d - 1 + max(np.exp(p[1]), 1e-9)
+        s, nu = np.exp(p[0]), degrees(p[1])
         value = 0.0
         for n, lam in zip(sizes, eigenvalues):
             value += (
@@ -125,5 +132,4 @@ def log_joint_learnt_prior(model, X, labels):
         ),
         key=lambda result: result.fun,
     )
-    nu = d - 1 + max(np.exp(best.x[1]), 1e-9)  # as the objective took it
-    return crp - best.fun, float(np.exp(best.x[0])), float(nu)
+    return crp - best.fun, float(np.exp(best.x[0])), float(degrees(best.x[1]))
