@@ -25,7 +25,7 @@ from rankmix import (
 from rankmix._diagnostics import ess, rhat
 from rankmix.datasets import make_mallows_mixture
 
-from .test_dp_mallows import TINY_X
+from .test_dp_mallows import TINY_X, disagreeing_chains
 
 VECTORS = np.random.default_rng(0).normal(size=(60, 2))
 
@@ -530,24 +530,11 @@ def test_sample_stats_hold_the_acceptance_rates_the_chains_count(
         assert np.all(model._moves["permutation_proposed"][:, model.burn_in :] == 1)
 
 
-def _disagreeing_mallows():
-    # chains stopped right after a random start disagree on the log joint
-    # (test_dp_mallows' convergence-warning test)
-    X, _, _ = make_mallows_mixture(
-        n_clusters=6, n_per_cluster=60, n_items=12, t=6, theta=0.6, random_state=0
-    )
-    model = DPMallowsClustering(
-        sampler="slice-gibbs", n_iter=12, burn_in=0, n_chains=4, init="random",
-        init_clusters=1, n_gibbs=1, random_state=0,
-    )
-    return model, X
-
-
 @pytest.mark.parametrize("method", ["fit", "fit_predict"])
 def test_convergence_warning_names_the_callers_line(method):
     # a fixed stacklevel named a line of rankmix/_base.py from fit, and another
     # frame from fit_predict; the warning is the user's, and names their line
-    model, X = _disagreeing_mallows()
+    model, X = disagreeing_chains()
     with pytest.warns(ConvergenceWarning, match="R-hat") as record:
         getattr(model, method)(X)
     assert {w.filename for w in record} == {__file__}

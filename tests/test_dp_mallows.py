@@ -325,22 +325,29 @@ def test_sample_draws_rankings_from_the_fitted_mixture():
     assert np.isfinite(model.score_samples(samples)).all()
 
 
-def test_convergence_warning_when_chains_disagree():
-    # chains stopped right after a random start disagree on the log joint
+def disagreeing_chains():
+    """``(model, X)``: chains stopped right after a random start, which disagree
+    on the log joint."""
     X, _, _ = make_mallows_mixture(
         n_clusters=6, n_per_cluster=60, n_items=12, t=6, theta=0.6, random_state=0
     )
+    model = DPMallowsClustering(
+        sampler="slice-gibbs",
+        n_iter=12,
+        burn_in=0,
+        n_chains=4,
+        init="random",
+        init_clusters=1,
+        n_gibbs=1,
+        random_state=0,
+    )
+    return model, X
+
+
+def test_convergence_warning_when_chains_disagree():
+    model, X = disagreeing_chains()
     with pytest.warns(ConvergenceWarning, match="R-hat"):
-        DPMallowsClustering(
-            sampler="slice-gibbs",
-            n_iter=12,
-            burn_in=0,
-            n_chains=4,
-            init="random",
-            init_clusters=1,
-            n_gibbs=1,
-            random_state=0,
-        ).fit(X)
+        model.fit(X)
 
 
 @pytest.mark.parametrize(
@@ -477,7 +484,11 @@ def test_ids_that_start_at_one_warn_of_the_phantom_item_zero(Estimator):
     import rankmix
 
     Estimator = getattr(rankmix, Estimator)
-    params = {"n_iter": 4, "burn_in": 2} if Estimator is DPMallowsClustering else {}
+    params = (
+        {"n_iter": 4, "burn_in": 2, "random_state": 0}
+        if Estimator is DPMallowsClustering
+        else {}
+    )
     one_based = [[1, 2, 3], [3, 2, 1], [2, 3, 1], [1, 3, 2]]
     with pytest.warns(UserWarning, match="Item 0 appears in no ranking, so n_items_"):
         model = Estimator(**params).fit(one_based)
