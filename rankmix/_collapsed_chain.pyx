@@ -331,7 +331,7 @@ cdef class CollapsedChain:
         self._group_members()
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
-            if not (every or self.dirty[c] or self._rebuild_every):
+            if not (every or self.dirty[c]):
                 continue
             if family_rebuild(
                 &self.f, self._state(c), self.members + self.slots.member_start[c],
@@ -764,7 +764,7 @@ cdef class CollapsedChain:
             self._split_merge()
         if self.gibbs:
             self._gibbs_scan()
-            self._rebuild(False)
+            self._rebuild(self._rebuild_every)
         if self.permutation != PERMUTATION_NONE:
             self._permutation_move()
         if self.sample_alpha:   # Escobar & West (1995), sec. 6
