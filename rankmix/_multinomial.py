@@ -69,10 +69,13 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         context may decide instead (user guide, :ref:`parallel_chains`). The
         draws do not depend on it.
     random_state : int, RandomState instance or None, default=None
-        Pass an int for reproducible output across multiple function calls.
+        Fixes the initial clusterings and every draw of every chain. Pass an int for
+        reproducible output across multiple function calls.
         See :term:`Glossary <random_state>`.
     verbose : int, default=0
-        0 is silent; 1 shows progress; 2 prints a line every sweep.
+        0 is silent. 1 shows a progress bar with the time left if tqdm is
+        installed (``pip install tqdm``), else about ten progress lines per chain
+        (sweep, clusters, log joint, time left); 2 prints a line every sweep.
     warm_start : bool, default=False
         Continue the chains of the previous fit on the same data for
         ``n_iter`` more sweeps, as for :class:`DPGaussianClustering`.
