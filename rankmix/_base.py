@@ -25,7 +25,7 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
-from ._validation import INTP_MAX
+from ._validation import INTP_MAX, real_parameter
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
@@ -46,12 +46,7 @@ class SampledAlphaMixin:
         """``alpha_prior`` as ``(shape, rate)``, or None; a ValueError if unusable."""
         if self.alpha_prior is None:
             return None
-        try:
-            prior = np.asarray(self.alpha_prior, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"alpha_prior must hold real numbers, got {self.alpha_prior!r}."
-            ) from None
+        prior = real_parameter(self.alpha_prior, "alpha_prior")
         if prior.shape != (2,) or not np.all(np.isfinite(prior)) or np.any(prior <= 0):
             raise ValueError(
                 "alpha_prior must be None or (shape, rate), two positive numbers, "
@@ -79,12 +74,17 @@ class SampledAlphaMixin:
         return ("alpha",) if self.alpha_prior is not None else ()
 
 
+# The most split-merge proposals a sweep may make (SHARED_MOVE_CONSTRAINTS).
+MAX_SPLIT_MERGE = 10**6
+
 # The constraints of the moves every model's chains share (alpha_prior, split-merge,
 # the sequential start).
 SHARED_MOVE_CONSTRAINTS = {
     "alpha_prior": ["array-like", None],
-    # counts reach compiled code as np.intp: 2**63 is a parameter error
-    "n_split_merge": [Interval(Integral, 0, INTP_MAX, closed="both")],
+    # a sweep draws 12 numbers per proposal up front (two rows, and the ten
+    # singleton proposals' rows): past a million that is a mistake, and near
+    # 2**59 the byte count would wrap
+    "n_split_merge": [Interval(Integral, 0, MAX_SPLIT_MERGE, closed="both")],
     "init": [StrOptions({"sequential", "random"})],
 }
 
@@ -832,7 +832,8 @@ class BaseDPMixture(
             labels = np.sort(
                 rng.choice(self.n_clusters_, size=n_samples, p=self.weights_)
             )
-            return self._sample_components(labels, self._best_parameters, rng), labels
+            samples = self._sample_components(labels, self._best_parameters, rng)
+            return self._check_samples(samples), labels
         kept = self._predictive_draws()
         counts = np.bincount(rng.randint(len(kept), size=n_samples), minlength=len(kept))
         samples, labels = [], []
@@ -851,7 +852,11 @@ class BaseDPMixture(
             if n_new:
                 samples.append(self._sample_new_clusters(n_new, rng))
             labels.append(np.r_[matched, np.full(n_new, -1)].astype(np.intp))
-        return np.concatenate(samples), np.concatenate(labels)
+        return self._check_samples(np.concatenate(samples)), np.concatenate(labels)
+
+    def _check_samples(self, samples):
+        """``sample``'s rows, after a model's checks (a warning, say)."""
+        return samples
 
     def to_inference_data(self, *, log_likelihood=True):
         """The posterior as an ArviZ ``InferenceData``: diagnostics and LOO/WAIC.

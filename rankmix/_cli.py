@@ -31,7 +31,8 @@ from ._cli_read import is_preflib, parse_delimiter, read_rankings
 from ._demo import add_parser as add_demo_parser
 from ._demo import run_demo
 from ._diagnostics import RHAT_THRESHOLD, rhat
-from ._mallows import SUBCLUSTER_SPLIT_MERGE, DPMallowsClustering
+from ._mallows import SUBCLUSTER_SPLIT_MERGE, DPMallowsClustering, _check_chain_memory
+from ._validation import INTP_MAX
 
 # The name in usage lines and errors when it cannot be told from sys.argv[0].
 DEFAULT_PROG = "python -m rankmix"
@@ -357,18 +358,20 @@ def _add_sampler_options(parser, n_iter):
 
 
 def _positive_int(text):
-    """argparse type: an integer >= 1."""
+    """argparse type: an integer in [1, 2**63)."""
     value = _parse(text, int, "an integer")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= INTP_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer below 2**63, got {text!r}")
     return value
 
 
 def _non_negative_int(text):
-    """argparse type: an integer >= 0."""
+    """argparse type: an integer in [0, 2**63)."""
     value = _parse(text, int, "an integer")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if not 0 <= value <= INTP_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 0 and below 2**63, got {text!r}")
     return value
 
 
@@ -525,6 +528,12 @@ def _run_fit(args):
             "no draw would be kept"
         )
     _check_outputs(args)
+    if args.n_items is not None:
+        # before the reader names the items no ranking mentions, one by one
+        try:
+            _check_chain_memory(args.n_items, inferred=False)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     preflib = args.format == "preflib" or (
         args.format == "auto" and is_preflib(args.file)
     )

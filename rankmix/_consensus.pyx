@@ -119,30 +119,33 @@ def number_by_first_appearance(const intp_t[::1] labels, intp_t n_labels):
     return np.asarray(codes), np.asarray(firsts[:k])
 
 
-def _check_labels(label_samples):
+def _check_labels(label_samples, name="label_samples"):
     """Validate ``label_samples`` and relabel every row to codes ``0..K-1``.
 
     Returns ``codes`` (S, N) int32, C-contiguous, with the clusters of each row
-    numbered in order of first appearance, and ``n_clusters`` (S,) intp.
+    numbered in order of first appearance, and ``n_clusters`` (S,) intp. Errors
+    name the argument ``name``.
     """
     labels = np.asarray(label_samples)
     if labels.ndim != 2:
         raise ValueError(
-            f"label_samples must be a 2-D array of shape (n_draws, n_samples); "
+            f"{name} must be a 2-D array of shape (n_draws, n_samples); "
             f"got an array with {labels.ndim} dimension(s)."
         )
     n_draws, n_samples = labels.shape
     if n_draws == 0:
-        raise ValueError("label_samples must hold at least one draw; got 0 rows.")
+        raise ValueError(f"{name} must hold at least one draw; got 0 rows.")
+    if labels.size == 0:
+        labels = labels.astype(np.intp)  # np.asarray([]) is float64
     if labels.dtype.kind not in "biu":
         raise ValueError(
-            f"label_samples must hold integer labels; got dtype {labels.dtype}."
+            f"{name} must hold integer labels; got dtype {labels.dtype}."
         )
     if labels.dtype.kind == "b":
         labels = labels.astype(np.intp)
     if n_samples > INT32_MAX:
         raise ValueError(
-            f"label_samples may have at most {INT32_MAX} columns; got {n_samples}."
+            f"{name} may have at most {INT32_MAX} columns; got {n_samples}."
         )
     if n_samples == 0:
         return (np.zeros((n_draws, 0), dtype=np.int32),
@@ -151,7 +154,7 @@ def _check_labels(label_samples):
     low = int(labels.min())
     if low < 0:
         raise ValueError(
-            f"label_samples must hold non-negative labels; got the label {low}."
+            f"{name} must hold non-negative labels; got the label {low}."
         )
     high = int(labels.max())
     lut_limit = max(_LUT_FACTOR * n_samples, _MIN_LUT)
@@ -580,7 +583,7 @@ def pairwise_vi(labels, *, dense_limit=None):
            [0.6931, 0.6931, 0.    ]])
     """
     limit = _check_dense_limit(dense_limit)
-    codes, n_clusters = _check_labels(labels)
+    codes, n_clusters = _check_labels(labels, "labels")
     first, inverse = _unique_draws(codes)
     vi = _pairwise_codes(codes[first], n_clusters[first], limit)
     return vi[np.ix_(inverse, inverse)]

@@ -29,6 +29,7 @@ from numbers import Integral
 import numpy as np
 
 from . import _subcluster_chain as chain_module
+from ._validation import check_sparse_structure
 
 
 def is_dask_array(X):
@@ -123,6 +124,7 @@ def _first_bad_count(block):
     """(row, column, value) of the first entry, in row order, that is not a
     non-negative integer count, or None."""
     if hasattr(block, "tocsr"):
+        check_sparse_structure(block)
         block = block.tocsr()
         bad = _not_counts(block.data)
         if not bad.any():
@@ -139,11 +141,12 @@ def _first_bad_count(block):
 
 
 def _count_totals(block):
-    """(column totals, row totals) of a block of valid counts, as int64."""
-    block = block.astype(np.int64)
+    """(column totals, row totals) of a block of valid counts, as float64: exact
+    below 2**53, and checked against the model's bound before any cast to int64
+    (which would wrap a total past 2**63)."""
     return (
-        np.asarray(block.sum(axis=0), dtype=np.int64).ravel(),
-        np.asarray(block.sum(axis=1), dtype=np.int64).ravel(),
+        np.asarray(block.sum(axis=0, dtype=np.float64)).ravel(),
+        np.asarray(block.sum(axis=1, dtype=np.float64)).ravel(),
     )
 
 
@@ -224,10 +227,11 @@ class DaskRows:
         return None
 
     def count_totals(self):
-        """(column totals, row totals) of valid counts, as int64."""
+        """(column totals, row totals) of valid counts, as float64 (exact below
+        2**53)."""
         parts = self._map(_count_totals)
         return (
-            np.sum([columns for columns, _ in parts], axis=0, dtype=np.int64),
+            np.sum([columns for columns, _ in parts], axis=0, dtype=np.float64),
             np.concatenate([rows for _, rows in parts]),
         )
 

@@ -17,7 +17,8 @@ from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
 from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
-from ._validation import validate_numbers
+from ._validation import real_parameter, validate_numbers
+from ._warnings import warn
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
 # PRIOR_SHRINK times the inverse of the data covariance, i.e. a typical cluster is
@@ -26,6 +27,10 @@ PRIOR_SHRINK = 10.0
 # Relative ridge on the empirical covariance, so that the default prior scale is
 # positive definite for collinear or constant features (as sklearn's reg_covar).
 COVARIANCE_RIDGE = 1e-6
+
+
+# The smallest kappa_0 (``_parameter_constraints``).
+MIN_KAPPA = 1e-300
 
 
 class DPGaussianClustering(BaseCollapsedDPMixture):
@@ -58,7 +63,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Precision scaling kappa_0 of the prior of each cluster's mean,
         mu | Sigma ~ N(mean_prior, Sigma / kappa) (scikit-learn's
         ``mean_precision_prior``): the prior counts as ``kappa`` observations
-        at ``mean_prior``.
+        at ``mean_prior``. At least 1e-300.
     mean_prior : array-like of shape (n_features,), default=None
         Prior mean m_0 of the cluster means. None means the mean of the data.
     covariance_prior : float or array-like, default=None
@@ -129,14 +134,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         keeps every term (O(N^2) time and memory). Used by "beta" and by the
         burn-in hill climbing.
     n_split_merge : int, default=10
-        Split-merge proposals per sweep. A proposal costs about two predictive
-        evaluations per point of the two clusters involved; measured on 10,000
-        points in 10 clusters (d = 10, "full"), 10 proposals cost about half as
-        much as one Gibbs scan there, so a default sweep costs about one and a
-        half scans. They are what moves whole groups of points, which a Gibbs
-        scan can only do one point at a time through improbable intermediate
-        states, so a chain that mixes over splits and merges is worth that
-        constant factor.
+        Split-merge proposals per sweep, at most 10**6. A proposal costs about
+        two predictive evaluations per point of the two clusters involved;
+        measured on 10,000 points in 10 clusters (d = 10, "full"), 10 proposals
+        cost about half as much as one Gibbs scan there, so a default sweep
+        costs about one and a half scans. They are what moves whole groups of
+        points, which a Gibbs scan can only do one point at a time through
+        improbable intermediate states, so a chain that mixes over splits and
+        merges is worth that constant factor.
     alpha_prior : tuple (shape, rate), default=None
         If given, alpha has the prior Gamma(shape, rate) and is resampled after
         every sweep (Escobar & West 1995). None keeps alpha fixed.
@@ -470,7 +475,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     _parameter_constraints: dict = {
         **BaseCollapsedDPMixture._parameter_constraints,
         "nu": [Interval(Real, 0, None, closed="neither"), None],
-        "kappa": [Interval(Real, 0, None, closed="neither")],
+        # a subnormal kappa_0 makes Sigma / kappa_0 overflow in the posterior
+        "kappa": [Interval(Real, MIN_KAPPA, None, closed="left")],
         "mean_prior": ["array-like", None],
         "covariance_prior": [
             Interval(Real, 0, None, closed="neither"),
@@ -580,12 +586,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     def _resolve_mean_prior(self, summary, k):
         if self.mean_prior is None:
             return summary.mean
-        mean = np.asarray(self.mean_prior, dtype=np.float64)
-        if mean.shape != summary.mean.shape or not np.all(np.isfinite(mean)):
+        mean = real_parameter(self.mean_prior, "mean_prior")
+        if mean.shape != summary.mean.shape:
             raise ValueError(
-                f"mean_prior must be a finite vector of length n_features="
+                f"mean_prior must be a vector of length n_features="
                 f"{len(summary.mean)}, got shape {mean.shape}."
             )
+        if not np.all(np.isfinite(mean)):
+            raise ValueError(f"mean_prior must be finite, got {self.mean_prior!r}.")
         return np.ldexp(mean, -k)
 
     def _resolve_nu(self, d):
@@ -773,7 +781,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         _, _, factors, dfs = parameters[:4]
         d_eff = self.n_features_in_ if kind == "full" else 1
         kappa_n = self.kappa_ + parameters[-1]
-        nu_n = dfs + d_eff - 1
+        nu_n = dfs + (d_eff - 1)
         divisor = np.where(nu_n > d_eff + 1, nu_n - d_eff - 1, nu_n)
         scale = kappa_n * dfs / ((kappa_n + 1) * divisor)
         if kind == "full":
@@ -853,7 +861,22 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             # a product of independent one-dimensional Student-t's
             z = z * factors[components]
             g = rng.chisquare(np.repeat(dfs[components][:, None], d, axis=1))
-        return means[components] + z * np.sqrt(dfs[components][:, None] / g)
+        # g underflows to 0 at a small df: the draw lies beyond the double range
+        # (_check_samples warns)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return means[components] + z * np.sqrt(dfs[components][:, None] / g)
+
+    def _check_samples(self, samples):
+        beyond = np.count_nonzero(~np.all(np.isfinite(samples), axis=1))
+        if beyond:
+            warn(
+                f"{beyond} of the {len(samples)} samples lie beyond the double "
+                "range: a Student-t predictive with few degrees of freedom (nu_n - "
+                "d + 1; a new cluster's is nu - d + 1) has tails that reach past "
+                "1e308. A larger nu makes them lighter.",
+                RuntimeWarning,
+            )
+        return samples
 
 
 # Data whose largest magnitude lies in this range runs as it is; other data is
@@ -1027,7 +1050,7 @@ def _check_covariance_prior(value, kind, d):
     ("spherical"); "fixed" also takes a vector, the diagonal of the known
     covariance. Matrices must be finite, symmetric and positive definite.
     """
-    psi = np.asarray(value, dtype=np.float64)
+    psi = real_parameter(value, "covariance_prior")
     if kind == "spherical":
         if psi.ndim != 0 or not (np.isfinite(psi) and psi > 0):
             raise ValueError(

@@ -797,8 +797,11 @@ cdef class NIWModel:
         width = S_MEAN + d + scale_size + d
         counts = np.arange(n_max + 1, dtype=np.float64)
         if full:
-            lg_pred = gammaln((nu + counts + 1) / 2) - gammaln((nu + counts - d + 1) / 2)
-            lg_marg = sum(gammaln((nu + counts + 1 - j) / 2) for j in range(1, d + 1))
+            # nu_n - (d - 1), not nu_n - d + 1: nu_0 may exceed d - 1 by less
+            # than the rounding of nu_0 - d
+            lg_pred = (gammaln((nu + counts + 1) / 2)
+                       - gammaln((nu + counts - (d - 1)) / 2))
+            lg_marg = sum(gammaln((nu + counts - (j - 1)) / 2) for j in range(1, d + 1))
         else:
             lg_pred = d * (gammaln((nu + counts + 1) / 2) - gammaln((nu + counts) / 2))
             lg_marg = d * gammaln((nu + counts) / 2)
@@ -927,7 +930,7 @@ def describe_states(NIWModel model, states):
     means = states[:, S_MEAN:S_MEAN + d].copy()
     scale = states[:, p.scale_off:p.scale_off + p.scale_size]
     d_eff = d if full else 1
-    df = nun - d_eff + 1.0
+    df = nun - (d_eff - 1.0)  # exact for d_eff = 1 however small nu_n is
     # E[Sigma] = Psi_n / (nu_n - d - 1) exists for nu_n > d + 1; otherwise report
     # Psi_n / nu_n, the inverse of the posterior mean of the precision.
     divisor = np.where(nun > d_eff + 1, nun - d_eff - 1, nun)

@@ -15,6 +15,9 @@ from ._sklearn_compat import Interval, _fit_context
 from ._validation import check_query_rankings, check_training_rankings
 from .mallows import _check_count, _sample_codes
 
+# The largest bandwidth (``_parameter_constraints``).
+MAX_BANDWIDTH = 1e12
+
 
 class MallowsKernelDensity(DensityMixin, BaseEstimator):
     """Kernel density estimate over top-t rankings with a Mallows kernel.
@@ -30,7 +33,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
     Parameters
     ----------
     bandwidth : float, default=1.0
-        The kernel's dispersion theta > 0 (finite). Unlike a Gaussian kernel's
+        The kernel's dispersion theta, 0 < theta <= 1e12. Unlike a Gaussian kernel's
         width, a **larger theta means a narrower kernel**: theta -> 0 spreads
         each kernel uniformly over all rankings, theta -> infinity concentrates
         it on the completions of its training ranking.
@@ -132,7 +135,10 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "bandwidth": [Interval(Real, 0, np.inf, closed="neither")],
+        # past e^-theta's underflow (theta ~ 745) the kernel is a point mass on
+        # its ranking's completions already; 1e12 keeps theta times any
+        # distance (at most n^2 / 2 < 2**61) finite
+        "bandwidth": [Interval(Real, 0, MAX_BANDWIDTH, closed="right")],
         # n_items sizes an O(n) scratch array and reaches compiled code as a C
         # integer (np.intp)
         "n_items": [Interval(Integral, 1, INTP_MAX, closed="both"), None],

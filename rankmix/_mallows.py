@@ -157,23 +157,23 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         ``trace_["alpha"]``. None keeps alpha fixed. ``(shape + n_samples) /
         rate`` must stay below 1e300, the reach of the draws.
     n_split_merge : int or "auto", default="auto"
-        Split-merge proposals per sweep, after the parameter updates; 0 turns
-        them off, which ``sampler="subcluster"`` refuses: its clusters come
-        from split-merge and from the 10 singleton proposals that go with each
-        split-merge proposal. ``"auto"``: 4 for ``"subcluster"`` (on Meila &
-        Chen's four data sets it reached VI <= 0.01 in every replicate, as 10
-        did, at about half the time per sweep; at the college-applications
-        scale both reach the same clustering in the same time), 1 for
-        ``"slice-gibbs"``, 0 for ``"beta-gibbs"`` (the move targets the exact
-        posterior, not Beta-Gibbs's approximation). Each is an exact
-        Metropolis-Hastings step for the clustering and the clusters' (sigma,
-        theta) (see Notes), which moves many rankings at once: it joins the
-        halves of a split cluster that single-site Gibbs merges only slowly.
-        With the Gibbs samplers a merge picks the partner cluster by the
-        similarity of the central rankings, so it finds those halves; one
-        proposal a sweep costs Slice-Gibbs about 0.6 ms at t = 10 and 1.3 ms
-        at t = 19 on 5,000 rankings of 20 items (a sweep without it takes 3.3
-        and 7.4 ms).
+        Split-merge proposals per sweep (at most 10**6), after the parameter
+        updates; 0 turns them off, which ``sampler="subcluster"`` refuses: its
+        clusters come from split-merge and from the 10 singleton proposals that
+        go with each split-merge proposal. ``"auto"``: 4 for ``"subcluster"``
+        (on Meila & Chen's four data sets it reached VI <= 0.01 in every
+        replicate, as 10 did, at about half the time per sweep; at the
+        college-applications scale both reach the same clustering in the same
+        time), 1 for ``"slice-gibbs"``, 0 for ``"beta-gibbs"`` (the move
+        targets the exact posterior, not Beta-Gibbs's approximation). Each is
+        an exact Metropolis-Hastings step for the clustering and the clusters'
+        (sigma, theta) (see Notes), which moves many rankings at once: it joins
+        the halves of a split cluster that single-site Gibbs merges only
+        slowly. With the Gibbs samplers a merge picks the partner cluster by
+        the similarity of the central rankings, so it finds those halves; one
+        proposal a sweep costs Slice-Gibbs about 0.6 ms at t = 10 and 1.3 ms at
+        t = 19 on 5,000 rankings of 20 items (a sweep without it takes 3.3 and
+        7.4 ms).
     n_items : int, default=None
         Number of items n; item ids are 0 to n - 1. None takes the largest item
         id of the training data + 1 (and warns if item 0 is in no ranking: ids

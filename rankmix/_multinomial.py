@@ -12,7 +12,7 @@ from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
-from ._validation import validate_numbers
+from ._validation import real_parameter, validate_numbers
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
 
@@ -47,7 +47,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     beam_tolerance : float, default=1e-32
         epsilon of the permutation move's beam.
     n_split_merge : int, default=10
-        Split-merge proposals per sweep.
+        Split-merge proposals per sweep, at most 10**6.
     alpha_prior : tuple (shape, rate), default=None
         Gamma prior of alpha, resampled every sweep; None keeps alpha fixed.
     init : {"sequential", "random"}, default="sequential"
@@ -242,11 +242,14 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
             if bad is not None:
                 raise ValueError(_bad_count_message(*bad))
             column_totals, totals = X.count_totals()
+            check_total_count(totals)
+            column_totals = column_totals.astype(np.intp)
+            totals = totals.astype(np.intp)
         else:
             X = self._validate_counts(X, reset=True)
             totals = np.asarray(X.sum(axis=1), dtype=np.intp).ravel()
             column_totals = np.asarray(X.sum(axis=0), dtype=np.intp).ravel()
-        prior = np.asarray(self.dirichlet_prior, dtype=np.float64)
+        prior = real_parameter(self.dirichlet_prior, "dirichlet_prior")
         V = X.shape[1]
         if prior.ndim == 0:
             prior = np.full(V, float(prior))
@@ -281,6 +284,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
                 row, column = (int(k) for k in np.argwhere(bad)[0])
                 value = X[row, column]
             raise ValueError(_bad_count_message(row, column, value))
+        # before the cast to int64, which would wrap a total past 2**63
+        check_total_count(np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
         # a canonical CSR copy (the caller's matrix is left alone)
         X = sparse.csr_matrix(X, dtype=np.int64, copy=True)
         X.sum_duplicates()
@@ -345,6 +350,28 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         for r, (k, total) in enumerate(zip(components, totals)):
             out[r] = rng.multinomial(total, rng.dirichlet(posterior[k]))
         return out
+
+
+# The most counts X may hold in all. The likelihood is made of differences of
+# lgamma(a + m), which is near m log m: at m = 2**40 about 3e13, whose last bit
+# is 0.004, so that beyond this bound the differences lose their precision (and
+# int64 sums come within reach of wrapping). Float64 sums of such counts are
+# exact (below 2**53), so the bound is checked before any cast to int64.
+MAX_TOTAL_COUNT = 2**40
+
+
+def check_total_count(row_totals):
+    """Raise a ValueError if the counts, of float64 ``row_totals``, sum past
+    ``MAX_TOTAL_COUNT``, naming the row of the largest total."""
+    total = float(np.sum(row_totals, dtype=np.float64))
+    if not total <= MAX_TOTAL_COUNT:
+        row = int(np.argmax(row_totals))
+        raise ValueError(
+            f"X's counts sum to {total:.4g}, more than 2**40 = {MAX_TOTAL_COUNT:.4g}, "
+            "beyond which the model's log-gamma terms lose their precision; row "
+            f"{row} holds the largest total, {row_totals[row]:.4g}. Scale the "
+            "counts down or split the data."
+        )
 
 
 def _bad_count_message(row, column, value):

@@ -19,11 +19,12 @@ and its rows have the log marginal likelihood
 Every argument of a log-gamma above is a_v or A plus an integer, so the family
 tabulates lgamma(a_v + m) (one table when the prior is symmetric, else one per
 feature, m up to the feature's total count in the data) and lgamma(A + m) (m up to
-the data's total count): a (row, cluster) pair costs two table reads per non-zero
-entry of the row and no log or log-gamma call. Past the tables (rows not in the
-training data) the kernels call lgamma. The state caches the sum over v in the
-marginal, updated with the same differences when a row is added or removed, so
-``log_marginal`` is O(1), and adding or removing a row is O(nnz of the row).
+the data's total count), m at most 2**20: a (row, cluster) pair costs two table
+reads per non-zero entry of the row and no log or log-gamma call. Past the tables
+(rows not in the training data, or counts past 2**20) the kernels call lgamma.
+The state caches the sum over v in the marginal, updated with the same
+differences when a row is added or removed, so ``log_marginal`` is O(1), and
+adding or removing a row is O(nnz of the row).
 
 The rows are kept as CSR (indptr, indices, counts), whatever the input's format.
 An all-zero row has likelihood 1 in every cluster: it carries no information
@@ -185,6 +186,11 @@ cdef void bind_rows(Rows* x, tuple arrays):
     x.coefs = &coefs[0] if coefs.shape[0] else NULL
 
 
+# The largest m whose lgamma(a_v + m) and lgamma(A + m) are tabulated (8 MiB a
+# table; corpora's counts rarely come near).
+TABLE_LIMIT = 1 << 20
+
+
 cdef class DirichletMultinomial:
     """The Dirichlet prior of one cluster, with its log-gamma tables.
 
@@ -194,9 +200,9 @@ cdef class DirichletMultinomial:
         a_v > 0.
     feature_limits : ndarray of int of shape (V,)
         lgamma(a_v + m) is tabulated for m <= feature_limits[v] (the largest of
-        them for every v when the prior is symmetric).
+        them for every v when the prior is symmetric), at most ``TABLE_LIMIT``.
     total_limit : int
-        lgamma(A + m) is tabulated for m <= total_limit.
+        lgamma(A + m) is tabulated for m <= total_limit, at most ``TABLE_LIMIT``.
     """
 
     cdef DM p
@@ -206,6 +212,10 @@ cdef class DirichletMultinomial:
     def __init__(self, prior, feature_limits, intp_t total_limit):
         prior = np.array(prior, dtype=np.float64).ravel()
         limits = np.broadcast_to(np.asarray(feature_limits, dtype=np.intp), prior.shape)
+        # the tables' memory stays bounded whatever the counts: past them the
+        # kernels call lgamma
+        limits = np.minimum(limits, TABLE_LIMIT)
+        total_limit = min(total_limit, TABLE_LIMIT)
         if not (prior.size and np.all(prior > 0) and np.all(np.isfinite(prior))):
             raise ValueError("the Dirichlet prior must be positive and finite")
         self._arguments = (prior, np.array(limits), total_limit)

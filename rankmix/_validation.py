@@ -16,6 +16,7 @@ an error naming the first bad row, before any compiled code runs.
 """
 
 import numbers
+import reprlib
 from collections.abc import Mapping, Set
 from itertools import chain, repeat
 
@@ -247,14 +248,51 @@ def check_training_rankings(X, n_items, space=None):
     return X, inferred if n_items is None else n_items
 
 
+def real_parameter(value, name):
+    """``value`` as a float64 array, or a TypeError naming the parameter ``name``.
+
+    Strings that are not numbers, ragged sequences and complex numbers are
+    refused (NumPy would drop a complex array's imaginary part with only a
+    warning); numeric strings ("0.5") are converted, as for X.
+    """
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind != "c":
+            return np.asarray(array, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    raise TypeError(f"{name} must hold real numbers, got {reprlib.repr(value)}.")
+
+
+def check_sparse_structure(X):
+    """Raise a ValueError if the compressed sparse matrix X is malformed.
+
+    SciPy builds a CSR, CSC or BSR matrix from (data, indices, indptr) without
+    checking that the indices lie inside its shape; compiled code (SciPy's
+    conversions among them) would then read and write out of bounds. Other
+    inputs pass unchanged.
+    """
+    if sparse.issparse(X) and X.format in ("csr", "csc", "bsr"):
+        try:
+            X.check_format(full_check=True)
+        except ValueError as error:
+            raise ValueError(
+                f"X is a malformed {X.format.upper()} sparse matrix: {error} "
+                "(SciPy does not check this when it builds one from data, indices "
+                "and indptr)."
+            ) from None
+
+
 def validate_numbers(estimator, X, expected, **params):
     """scikit-learn's ``validate_data``, naming X when a string is not a number.
 
     NumPy's message for such a string ("could not convert string to float:
     'a'") names neither X nor what it should hold; ``expected`` says the
     latter ("real numbers"). Numeric strings ("0.5") are converted, as
-    scikit-learn's estimators convert them.
+    scikit-learn's estimators convert them. A malformed sparse X is refused
+    first (:func:`check_sparse_structure`).
     """
+    check_sparse_structure(X)
     try:
         return validate_data(estimator, X, **params)
     except ValueError as error:
@@ -557,7 +595,9 @@ def _validate_fast(X, n_items):
     None is returned unless every row is valid.
     """
     upper = _MAX_N_ITEMS if n_items is None else n_items
-    low, high = X.min(), X.max()
+    # Python numbers: NumPy would cast ``upper`` to X's dtype, and overflow
+    # float16
+    low, high = X.min().item(), X.max().item()
     # NaN propagates through min and max and fails both comparisons, and inf
     # fails the second one, so this also ensures that all values are finite.
     if not (low >= -1 and high < upper):

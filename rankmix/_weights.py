@@ -18,7 +18,11 @@ copy before it for every cluster that has not changed since.
 import numpy as np
 
 from ._sklearn_compat import _num_samples, _safe_indexing
-from ._validation import INTP_MAX
+
+# The most rows sample_weight may stand for: the repeated rows are made in
+# memory (2**32 rows of one int64 each are 32 GiB), and their count stays far
+# below the np.intp range.
+MAX_WEIGHTED_ROWS = 2**32
 
 
 def check_count_weights(sample_weight, X):
@@ -57,10 +61,11 @@ def check_count_weights(sample_weight, X):
             f"stands for w identical rows); row {row} has {value!r}. A "
             "fractional weight has no exact meaning in a DP mixture."
         )
-    if values.sum() >= INTP_MAX:  # as a double, INTP_MAX rounds up to 2**63
+    if values.sum() > MAX_WEIGHTED_ROWS:
         raise ValueError(
-            f"sample_weight sums to {values.sum():.3g} rows, more than a fit can "
-            "hold in memory or count."
+            f"sample_weight sums to {values.sum():.3g} rows, more than the "
+            f"{MAX_WEIGHTED_ROWS:.3g} (2**32) a fit holds: the rows are repeated in "
+            "memory."
         )
     counts = values.astype(np.intp)
     if counts.sum() == 0:

@@ -339,6 +339,10 @@ def test_fit_malformed_file(tmp_path, capsys, case):
         (["--missing", "0"], "a,0,b\nb,a\n", "line 1: position 2 is '0' (--missing)"),
         (["--items", "a,b"], "a,b\nb,c\n", "line 2: item 'c' is not among"),
         (["--n-items", "2"], "a,b,c\nb,a\n", "--n-items 2 is smaller than the 3"),
+        # refused before the reader names ~10**11 unseen items one by one
+        (["--n-items", "99999999999"], "a,b\nb,a\n", "n_items=99999999999 is too"),
+        # the message names --n-iter, not the --burn-in derived from it
+        (["--n-iter", str(2**70)], "a,b\nb,a\n", "--n-iter: expected a positive"),
         (["--delimiter", ";"], "a;b\n\tb;a\n", None),  # stripped: no error
     ],
 )

@@ -280,6 +280,24 @@ def test_multinomial_fit_is_the_same_wherever_the_counts_are(chunk, monkeypatch)
     assert here.n_clusters_ >= 2
 
 
+def test_dask_counts_are_checked_as_in_process_counts(monkeypatch):
+    # totals that wrap int64, and a CSR chunk with a column beyond its shape
+    # (which SciPy builds unchecked), are refused before the chain reads them
+    monkeypatch.setattr(_collapsed, "active_client", SerialClient)
+    wrapping = da.from_array(np.array([[2**62, 0]] * 4), chunks=(2, 2))
+    with pytest.raises(ValueError, match=r"X's counts sum to .* more than 2\*\*40"):
+        DPMultinomialClustering(**SHORT_FIT).fit(wrapping)
+
+    def malformed(block):
+        return sparse.csr_matrix(
+            (np.ones(2), np.array([0, 7]), np.array([0, 1, 2])), shape=block.shape
+        )
+
+    counts = da.ones((4, 3), chunks=(2, 3)).map_blocks(malformed, dtype=np.float64)
+    with pytest.raises(ValueError, match="malformed CSR sparse matrix"):
+        DPMultinomialClustering(**SHORT_FIT).fit(counts)
+
+
 def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
     # 6 separated clusters, 3000 rows: the clusters of a 300-row sample label
     # every row right (measured: the same ARI as a pass over all rows, or better)

@@ -21,18 +21,33 @@ from scipy import sparse
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from rankmix import DPGaussianClustering, DPMallowsClustering, mallows
+from rankmix import (
+    DPGaussianClustering,
+    DPMallowsClustering,
+    DPMultinomialClustering,
+    MallowsKernelDensity,
+    mallows,
+)
 from rankmix._gaussian import _student_t_log_density
 from rankmix._sklearn_compat import InvalidParameterError
 from rankmix._validation import check_rankings
 from rankmix.datasets import _preflib, load_preflib
-from rankmix.metrics import variation_of_information
-from rankmix.preprocessing import ScoresToRankings
+from rankmix.metrics import (
+    expected_loss,
+    minimize_expected_loss,
+    variation_of_information,
+)
+from rankmix.preprocessing import (
+    ScoresToRankings,
+    orderings_to_ranks,
+    ranks_to_orderings,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 SHORT = dict(n_iter=4, burn_in=2, random_state=0)
 RANKINGS = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 1, 2]]
+COUNTS = [[1, 0, 2], [0, 3, 1], [2, 2, 0]]
 BLOBS, BLOB_LABELS = make_blobs(120, centers=3, random_state=0)
 
 
@@ -46,6 +61,15 @@ def gaussian_fit(X=BLOBS, **params):
 
 def preflib(text):
     return lambda: load_preflib(io.StringIO(text))
+
+
+def malformed_csr(column):
+    """A 2 x 3 CSR matrix whose row 0 holds a count in ``column`` (3 or more),
+    which SciPy accepts without a check."""
+    return sparse.csr_matrix(
+        (np.array([1, 2, 3, 1]), np.array([0, column, 1, 2]), np.array([0, 2, 4])),
+        shape=(2, 3),
+    )
 
 
 # (call, exception type, regex the message must match), labelled by defect.
@@ -353,6 +377,126 @@ BAD_INPUT = {
         TypeError,
         "labels_pred holds an unhashable label",
     ),
+    # A second fuzzing of the public boundary (2026-11-27). Crashes first: the
+    # sub-cluster sampler's buffer of 12 n_split_merge row numbers wrapped its
+    # byte count (segfault); a CSR matrix with a column index beyond its shape,
+    # which SciPy builds unchecked, was read out of bounds; counts whose totals
+    # wrap int64 read uninitialised memory.
+    "fuzz-n_split_merge-2**59-mallows-subcluster": (
+        mallows_fit(sampler="subcluster", n_split_merge=2**59),
+        ValueError,
+        "'n_split_merge' parameter .* range \\[0, 1000000\\]",
+    ),
+    "fuzz-n_split_merge-10**6+1-multinomial": (
+        lambda: DPMultinomialClustering(**SHORT, n_split_merge=10**6 + 1).fit(COUNTS),
+        ValueError,
+        "'n_split_merge' parameter",
+    ),
+    **{
+        f"fuzz-malformed-csr-{sampler}-{column}": (
+            lambda sampler=sampler, column=column: DPMultinomialClustering(
+                **SHORT, sampler=sampler
+            ).fit(malformed_csr(column)),
+            ValueError,
+            "X is a malformed CSR sparse matrix: indices must be < 3",
+        )
+        for sampler in ("gibbs+split-merge", "subcluster")
+        for column in (5, 10**8)
+    },
+    "fuzz-counts-wrap-int64": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            np.array([[2**62, 0], [2**62, 0], [2**62, 0]])
+        ),
+        ValueError,
+        "X's counts sum to 1.384e\\+19, more than 2\\*\\*40 .* row 0",
+    ),
+    "fuzz-counts-uint64-max": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            np.array([[1, 0], [2**64 - 1, 3]], dtype=np.uint64)
+        ),
+        ValueError,
+        "X's counts sum to .* row 1 holds the largest total",
+    ),
+    "fuzz-counts-float-2**63": (
+        lambda: DPMultinomialClustering(**SHORT).fit([[2.0**63, 0.0], [1.0, 1.0]]),
+        ValueError,
+        "X's counts sum to",
+    ),
+    # silent NaN: kernels beyond theta * distance's reach, a subnormal kappa
+    "fuzz-kde-bandwidth-1e308": (
+        lambda: MallowsKernelDensity(bandwidth=1e308).fit(RANKINGS),
+        ValueError,
+        "'bandwidth' parameter .* range \\(0.0, 1000000000000.0\\]",
+    ),
+    "fuzz-kappa-subnormal": (
+        gaussian_fit(kappa=5e-324, sampler="permutation"),
+        ValueError,
+        "'kappa' parameter .* range \\[1e-300, inf\\)",
+    ),
+    # messages that named no parameter, or the wrong one
+    "fuzz-mean_prior-string": (
+        gaussian_fit(mean_prior=["a", "b"]),
+        TypeError,
+        "mean_prior must hold real numbers, got \\['a', 'b'\\]",
+    ),
+    "fuzz-mean_prior-complex": (
+        gaussian_fit(mean_prior=[1j, 0]),
+        TypeError,
+        "mean_prior must hold real numbers",
+    ),
+    "fuzz-mean_prior-nan": (
+        gaussian_fit(mean_prior=[np.nan, 0.0]),
+        ValueError,
+        "mean_prior must be finite",
+    ),
+    "fuzz-covariance_prior-strings": (
+        gaussian_fit(covariance_prior=[["a", "b"], ["c", "d"]]),
+        TypeError,
+        "covariance_prior must hold real numbers",
+    ),
+    "fuzz-covariance_prior-complex-array": (
+        gaussian_fit(covariance_prior=np.eye(2) * (1 + 5j)),
+        TypeError,
+        "covariance_prior must hold real numbers",
+    ),
+    "fuzz-dirichlet_prior-string": (
+        lambda: DPMultinomialClustering(**SHORT, dirichlet_prior=["x", "y"]).fit(
+            COUNTS
+        ),
+        TypeError,
+        "dirichlet_prior must hold real numbers",
+    ),
+    "fuzz-minimize_expected_loss-negative-start": (
+        lambda: minimize_expected_loss([[0, 1, 1]], start=[-1, 0, 2]),
+        ValueError,
+        "start must hold non-negative labels",
+    ),
+    "fuzz-minimize_expected_loss-float-start": (
+        lambda: minimize_expected_loss([[0, 1, 1]], start=[0.5, 0, 1]),
+        ValueError,
+        "start must hold integer labels",
+    ),
+    "fuzz-expected_loss-float-labels": (
+        lambda: expected_loss([0.5, 1.0], [[0, 1]]),
+        ValueError,
+        "labels must hold integer labels",
+    ),
+    "fuzz-orderings_to_ranks-missing-10**30": (
+        lambda: orderings_to_ranks([[0, -1]], n_items=3, missing=10**30),
+        ValueError,
+        "missing must be NaN or an integer below 1",
+    ),
+    "fuzz-orderings_to_ranks-missing-10**400": (
+        lambda: orderings_to_ranks([[0, -1]], n_items=3, missing=-(10**400)),
+        ValueError,
+        "missing must be NaN or an integer below 1 .* at least -2\\*\\*53",
+    ),
+    "fuzz-ranks_to_orderings-ragged": (
+        lambda: ranks_to_orderings([[1, 2], [1]]),
+        ValueError,
+        "ranks must have a column per item in every row: row 0 has 2 entries, "
+        "row 1 has 1",
+    ),
 }
 
 
@@ -639,3 +783,82 @@ def test_prior_normaliser_over_its_range(a, b):
         assert_allclose(value, -np.log(a) - b * np.log(6.0), rtol=1e-7)
     if a <= 1e-3 and b <= 1e-8:
         assert_allclose(value, -np.log(a), rtol=1e-9)
+
+
+def test_large_counts_keep_the_log_gamma_tables_bounded(monkeypatch):
+    # Fuzzing: one count of 10**8 tabulated 10**8 log-gammas (2.5 GB at fit),
+    # 10**9 would need 25 GB. The tables now stop at TABLE_LIMIT, past which
+    # the kernels call lgamma: the densities are those of full tables.
+    from rankmix import _multinomial_kernels
+
+    model = DPMultinomialClustering(**SHORT).fit([[10**8, 0], [0, 1], [1, 1]])
+    _, limits, total_limit = model._model.__reduce__()[1]
+    assert limits.max() == total_limit == _multinomial_kernels.TABLE_LIMIT
+    assert np.all(np.isfinite(model.score_samples([[10**8, 0], [3, 4]])))
+
+    rng = np.random.RandomState(0)
+    X = sparse.csr_matrix(rng.poisson(3.0, size=(20, 6)))
+    clusters = sparse.csr_matrix(rng.poisson(4.0, size=(3, 6)))
+    for prior in (np.full(6, 0.5), rng.uniform(0.1, 2.0, 6)):
+        arguments = (prior, np.full(6, 40), 200)
+        full = _multinomial_kernels.DirichletMultinomial(*arguments)
+        monkeypatch.setattr(_multinomial_kernels, "TABLE_LIMIT", 2)
+        capped = _multinomial_kernels.DirichletMultinomial(*arguments)
+        monkeypatch.undo()
+        assert capped.__reduce__()[1][2] == 2
+        assert_allclose(
+            capped.log_predictive(clusters, X),
+            full.log_predictive(clusters, X),
+            rtol=1e-12,
+        )
+
+
+@pytest.mark.parametrize("covariance_type", ["diag", "spherical", "full-1d"])
+def test_tiny_nu_keeps_the_posterior_finite(covariance_type):
+    # Fuzzing: with "diag" a nu below 1e-16 vanished from nu - 1 + 1, the
+    # degrees of freedom of the predictive, so scores were NaN and sample()
+    # raised NumPy's "df <= 0"; so did "full" in one dimension.
+    X = BLOBS[:, :1] if covariance_type == "full-1d" else BLOBS
+    kind = "full" if covariance_type == "full-1d" else covariance_type
+    for nu in (1e-300, 1e-30):
+        model = DPGaussianClustering(
+            **SHORT, nu=nu, covariance_type=kind, n_jobs=1
+        ).fit(X)
+        assert np.all(np.isfinite(model.score_samples(X)))
+        assert np.all(np.isfinite(model.covariances_))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # tails past 1e308
+            samples, _ = model.sample(50, random_state=0)
+        assert samples.shape == (50, X.shape[1])
+
+
+def test_sample_warns_when_heavy_tails_pass_the_double_range():
+    # Fuzzing: nu = 1.0001 (valid: > d - 1) gives a new cluster's Student-t
+    # 1e-4 degrees of freedom, whose draws pass 1e308; they came back as inf
+    # with only NumPy's "divide by zero". Now one warning says why.
+    model = DPGaussianClustering(**SHORT, nu=1.0001, n_chains=1).fit(BLOBS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        samples, _ = model.sample(2000, random_state=0)
+    beyond = np.count_nonzero(~np.all(np.isfinite(samples), axis=1))
+    assert beyond > 0
+    assert [str(w.message)[:40] for w in caught] == [
+        f"{beyond} of the 2000 samples lie beyond the double range"[:40]
+    ]
+    assert caught[0].category is RuntimeWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPGaussianClustering(**SHORT, n_chains=1).fit(BLOBS).sample(2000)
+
+
+def test_float16_rankings_raise_no_overflow_warning():
+    # Fuzzing: comparing a float16 maximum with 2**31 cast 2**31 to float16.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        X = check_rankings(np.array(RANKINGS, dtype=np.float16))
+    assert_array_equal(X, RANKINGS)
+
+
+def test_expected_loss_of_no_samples_is_zero():
+    # Fuzzing: the empty list [] (float64 to NumPy) was refused as labels.
+    assert expected_loss([], np.empty((2, 0), dtype=int)) == 0.0

@@ -118,7 +118,7 @@ def minimize_expected_loss(
     max_clusters = _check_count(max_clusters, "max_clusters", low=1)
     start_codes = None
     if start is not None:
-        start_codes, n_start = _check_labels(np.asarray(start).reshape(1, -1))
+        start_codes, n_start = _check_labels(np.asarray(start).reshape(1, -1), "start")
         if start_codes.shape[1] != n_samples:
             raise ValueError(
                 f"start has {start_codes.shape[1]} labels, but label_samples has "
@@ -177,7 +177,7 @@ def expected_loss(labels, label_samples, *, loss="vi"):
     if loss not in _LOSSES:
         raise ValueError(f"loss must be one of {_LOSSES}; got {loss!r}.")
     codes, _ = _check_labels(label_samples)
-    own, _ = _check_labels(np.asarray(labels).reshape(1, -1))
+    own, _ = _check_labels(np.asarray(labels).reshape(1, -1), "labels")
     if own.shape[1] != codes.shape[1]:
         raise ValueError(
             f"labels has {own.shape[1]} entries, but label_samples has "

@@ -10,7 +10,9 @@ read silently as the inverse permutations. These two functions convert.
 # Authors: The rankmix developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import math
 import numbers
+from collections.abc import Sized
 
 import numpy as np
 
@@ -80,6 +82,7 @@ def ranks_to_orderings(ranks, *, missing=np.nan):
     array([[3, 1]])
     """
     missing = _check_missing(missing)
+    _check_rectangular(ranks)
     ranks = _as_numeric_array(ranks, "ranks")
     if ranks.ndim != 2 or ranks.shape[0] == 0 or ranks.shape[1] == 0:
         raise ValueError(
@@ -180,18 +183,41 @@ def orderings_to_ranks(X, *, n_items=None, missing=np.nan):
     return ranks
 
 
+def _check_rectangular(ranks):
+    """Refuse a list of rows of unequal lengths: a rank matrix has a column per
+    item (the padding of ragged orderings would read as ranks)."""
+    if not isinstance(ranks, (list, tuple)) or not all(
+        isinstance(row, Sized) for row in ranks
+    ):
+        return
+    widths = [len(row) for row in ranks]
+    bad = next((i for i, width in enumerate(widths) if width != widths[0]), None)
+    if bad is not None:
+        raise ValueError(
+            f"ranks must have a column per item in every row: row 0 has "
+            f"{widths[0]} entries, row {bad} has {widths[bad]}. Mark the items a "
+            "judge did not rank with `missing` (NaN by default) instead of "
+            "leaving them out."
+        )
+
+
 def _check_missing(missing):
-    """``missing`` as a float: NaN or an integer below 1 (never a valid rank)."""
-    if (
-        isinstance(missing, (bool, np.bool_))
-        or not isinstance(missing, numbers.Real)
-        or not (np.isnan(missing) or (float(missing).is_integer() and missing < 1))
+    """``missing`` as a float: NaN or an integer in [-2**53, 0] (never a valid
+    rank, and exact as a float and as an integer)."""
+    value = None
+    if isinstance(missing, numbers.Real) and not isinstance(missing, (bool, np.bool_)):
+        try:
+            value = float(missing)
+        except OverflowError:  # an int beyond the float range
+            pass
+    if value is None or not (
+        math.isnan(value) or (value.is_integer() and -(2**53) <= value < 1)
     ):
         raise ValueError(
-            "missing must be NaN or an integer below 1 (such as 0), which no rank "
-            f"can equal; got {missing!r}."
+            "missing must be NaN or an integer below 1 (such as 0) and at least "
+            f"-2**53, which no rank can equal; got {missing!r}."
         )
-    return float(missing)
+    return value
 
 
 def _describe_rank_fault(values, unranked, row):
