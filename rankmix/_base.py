@@ -25,7 +25,7 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
-from ._validation import INTP_MAX, real_parameter
+from ._validation import INTP_MAX, check_sparse_structure, real_parameter
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
@@ -298,8 +298,8 @@ class BaseDPMixture(
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative integer counts: a row of weight w stands for w
             identical rows, and the fit is exactly the fit of X with each row
-            repeated (see Notes of ``fit_predict``). None gives every row
-            weight 1.
+            repeated (see Notes of ``fit_predict``), at most 2**32 rows in all.
+            None gives every row weight 1.
 
         Returns
         -------
@@ -325,7 +325,8 @@ class BaseDPMixture(
             Not used, present for API consistency by convention.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative integer counts: a row of weight w stands for w
-            identical rows. None gives every row weight 1.
+            identical rows (at most 2**32 rows in all). None gives every row
+            weight 1.
 
         Returns
         -------
@@ -351,6 +352,7 @@ class BaseDPMixture(
         """
         if is_dask_array(X):
             self._check_rows_elsewhere(sample_weight)
+        check_sparse_structure(X)  # before the weights' repetition indexes X
         counts = check_count_weights(sample_weight, X)
         X_given, space = X, None
         if counts is not None:

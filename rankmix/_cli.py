@@ -533,7 +533,7 @@ def _run_fit(args):
         try:
             _check_chain_memory(args.n_items, inferred=False)
         except ValueError as exc:
-            raise InputError(str(exc)) from None
+            raise InputError(f"--n-items {args.n_items}: {exc}") from None
     preflib = args.format == "preflib" or (
         args.format == "auto" and is_preflib(args.file)
     )

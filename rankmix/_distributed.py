@@ -140,14 +140,19 @@ def _first_bad_count(block):
     return row, column, block[row, column].item()
 
 
+def float_sums(block, axis):
+    """The sums of a dense or sparse block of counts along ``axis``, as float64:
+    exact below 2**53, and checked against the model's bound before any cast to
+    int64 (which would wrap a total past 2**63). SciPy sums a sparse matrix in
+    its own dtype, however ``dtype`` is set, so its entries are cast first."""
+    if hasattr(block, "tocsr"):
+        block = block.astype(np.float64)
+    return np.asarray(block.sum(axis=axis, dtype=np.float64)).ravel()
+
+
 def _count_totals(block):
-    """(column totals, row totals) of a block of valid counts, as float64: exact
-    below 2**53, and checked against the model's bound before any cast to int64
-    (which would wrap a total past 2**63)."""
-    return (
-        np.asarray(block.sum(axis=0, dtype=np.float64)).ravel(),
-        np.asarray(block.sum(axis=1, dtype=np.float64)).ravel(),
-    )
+    """(column totals, row totals) of a block of valid counts (``float_sums``)."""
+    return float_sums(block, 0), float_sums(block, 1)
 
 
 def _scaled(block, exponent):

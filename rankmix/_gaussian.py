@@ -871,9 +871,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         if beyond:
             warn(
                 f"{beyond} of the {len(samples)} samples lie beyond the double "
-                "range: a Student-t predictive with few degrees of freedom (nu_n - "
-                "d + 1; a new cluster's is nu - d + 1) has tails that reach past "
-                "1e308. A larger nu makes them lighter.",
+                "range: a Student-t predictive with few degrees of freedom (a new "
+                "cluster's: nu - d + 1 with full covariances, nu otherwise) has "
+                "tails that reach past 1e308. A larger nu makes them lighter.",
                 RuntimeWarning,
             )
         return samples
@@ -1051,6 +1051,8 @@ def _check_covariance_prior(value, kind, d):
     covariance. Matrices must be finite, symmetric and positive definite.
     """
     psi = real_parameter(value, "covariance_prior")
+    if not np.all(np.isfinite(psi)):
+        raise ValueError(f"covariance_prior must be finite, got {value!r}.")
     if kind == "spherical":
         if psi.ndim != 0 or not (np.isfinite(psi) and psi > 0):
             raise ValueError(

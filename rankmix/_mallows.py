@@ -26,6 +26,7 @@ from ._validation import (
     check_query_rankings,
     check_training_rankings,
     ranking_lengths,
+    real_parameter,
     warn_item_zero_unranked,
 )
 
@@ -635,7 +636,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
         t_max = X.shape[1]
-        r = _as_positive_reals(self.r, "r")
+        r = real_parameter(self.r, "r")
         if r.ndim > 1 or (r.ndim == 1 and len(r) < t_max):
             raise ValueError(
                 f"r must be a scalar or have one value per rank (t_max={t_max}), "
@@ -884,30 +885,6 @@ def _check_chain_memory(n_items, inferred):
             "as padding."
         )
     raise ValueError(message)
-
-
-def _as_positive_reals(value, name):
-    """``value`` as a float64 array, a TypeError naming ``name`` if not numbers."""
-    if isinstance(value, (list, tuple)):
-        # NumPy would read [1, True] as [1, 1]
-        value = np.asarray(value, dtype=object)
-    array = np.asarray(value)
-    if array.dtype.kind == "O":
-        flat = array.ravel()
-        for position, item in enumerate(flat):
-            if isinstance(item, (bool, np.bool_)) or not isinstance(item, Real):
-                raise TypeError(
-                    f"{name} must hold positive real numbers, got {item!r} of "
-                    f"type {type(item).__name__} at position {position}."
-                )
-        with np.errstate(over="ignore"):
-            return np.array([float(item) for item in flat]).reshape(array.shape)
-    if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must be a positive number or an array of positive numbers, "
-            f"got {value!r} (dtype {array.dtype})."
-        )
-    return array.astype(np.float64)
 
 
 def _check_prior_range(nu, r):

@@ -9,7 +9,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import is_dask_array
+from ._distributed import float_sums, is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 from ._validation import real_parameter, validate_numbers
@@ -25,6 +25,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     the number of clusters. The probabilities are integrated out, and the
     clustering is sampled by the collapsed moves of :class:`DPGaussianClustering`
     (Gibbs, split-merge, permutation), compiled and run with the GIL released.
+    X holds non-negative integer counts (dense or scipy.sparse), at most 2**40
+    (about 1.1e12) in all: beyond, the model's log-gamma terms lose their
+    precision.
 
     Parameters
     ----------
@@ -284,8 +287,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
                 row, column = (int(k) for k in np.argwhere(bad)[0])
                 value = X[row, column]
             raise ValueError(_bad_count_message(row, column, value))
-        # before the cast to int64, which would wrap a total past 2**63
-        check_total_count(np.asarray(X.sum(axis=1, dtype=np.float64)).ravel())
+        # before the cast to int64, which would wrap a total past 2**63; new rows
+        # meet the training counts one at a time
+        check_total_count(float_sums(X, 1), each_row=not reset)
         # a canonical CSR copy (the caller's matrix is left alone)
         X = sparse.csr_matrix(X, dtype=np.int64, copy=True)
         X.sum_duplicates()
@@ -360,17 +364,27 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 MAX_TOTAL_COUNT = 2**40
 
 
-def check_total_count(row_totals):
+def check_total_count(row_totals, *, each_row=False):
     """Raise a ValueError if the counts, of float64 ``row_totals``, sum past
-    ``MAX_TOTAL_COUNT``, naming the row of the largest total."""
+    ``MAX_TOTAL_COUNT`` (``each_row``: if a row's total does), naming the row of
+    the largest total."""
+    row = int(np.argmax(row_totals))
+    largest = row_totals[row]
+    if each_row:
+        if not largest <= MAX_TOTAL_COUNT:
+            raise ValueError(
+                f"Row {row} of X holds {largest:.4g} counts, more than 2**40 = "
+                f"{MAX_TOTAL_COUNT:.4g}, beyond which the model's log-gamma terms "
+                "lose their precision. Scale the counts down."
+            )
+        return
     total = float(np.sum(row_totals, dtype=np.float64))
     if not total <= MAX_TOTAL_COUNT:
-        row = int(np.argmax(row_totals))
         raise ValueError(
             f"X's counts sum to {total:.4g}, more than 2**40 = {MAX_TOTAL_COUNT:.4g}, "
             "beyond which the model's log-gamma terms lose their precision; row "
-            f"{row} holds the largest total, {row_totals[row]:.4g}. Scale the "
-            "counts down or split the data."
+            f"{row} holds the largest total, {largest:.4g}. Scale the counts down "
+            "or fit a sample of the rows."
         )
 
 

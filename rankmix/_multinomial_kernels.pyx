@@ -187,8 +187,30 @@ cdef void bind_rows(Rows* x, tuple arrays):
 
 
 # The largest m whose lgamma(a_v + m) and lgamma(A + m) are tabulated (8 MiB a
-# table; corpora's counts rarely come near).
+# table; corpora's counts rarely come near), and the most entries the per-feature
+# tables of an asymmetric prior hold together (128 MiB): past the tables the
+# kernels call lgamma, so their memory stays bounded whatever the counts.
 TABLE_LIMIT = 1 << 20
+FEATURE_TABLES_LIMIT = 1 << 24
+
+
+def _feature_table_limits(limits):
+    """``limits`` capped at the largest level L <= TABLE_LIMIT whose tables,
+    min(limit_v, L) + 1 entries each, hold at most FEATURE_TABLES_LIMIT in all
+    (the features with the smaller counts keep their whole tables)."""
+    def size(level):
+        return int(np.minimum(limits, level).sum()) + len(limits)
+
+    low, high = -1, TABLE_LIMIT  # size(low) fits (nothing tabulated past m = 0)
+    if size(high) <= FEATURE_TABLES_LIMIT:
+        return np.minimum(limits, high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if size(middle) <= FEATURE_TABLES_LIMIT:
+            low = middle
+        else:
+            high = middle
+    return np.minimum(limits, max(low, 0))
 
 
 cdef class DirichletMultinomial:
@@ -200,7 +222,9 @@ cdef class DirichletMultinomial:
         a_v > 0.
     feature_limits : ndarray of int of shape (V,)
         lgamma(a_v + m) is tabulated for m <= feature_limits[v] (the largest of
-        them for every v when the prior is symmetric), at most ``TABLE_LIMIT``.
+        them for every v when the prior is symmetric), at most ``TABLE_LIMIT``
+        (and with an asymmetric prior, at most ``FEATURE_TABLES_LIMIT`` entries
+        in all, ``_feature_table_limits``).
     total_limit : int
         lgamma(A + m) is tabulated for m <= total_limit, at most ``TABLE_LIMIT``.
     """
@@ -212,14 +236,16 @@ cdef class DirichletMultinomial:
     def __init__(self, prior, feature_limits, intp_t total_limit):
         prior = np.array(prior, dtype=np.float64).ravel()
         limits = np.broadcast_to(np.asarray(feature_limits, dtype=np.intp), prior.shape)
-        # the tables' memory stays bounded whatever the counts: past them the
-        # kernels call lgamma
-        limits = np.minimum(limits, TABLE_LIMIT)
-        total_limit = min(total_limit, TABLE_LIMIT)
         if not (prior.size and np.all(prior > 0) and np.all(np.isfinite(prior))):
             raise ValueError("the Dirichlet prior must be positive and finite")
-        self._arguments = (prior, np.array(limits), total_limit)
         symmetric = bool(np.all(prior == prior[0]))
+        # the tables' memory stays bounded whatever the counts (TABLE_LIMIT)
+        if symmetric:
+            limits = np.minimum(limits, TABLE_LIMIT)
+        else:
+            limits = _feature_table_limits(limits)
+        total_limit = min(total_limit, TABLE_LIMIT)
+        self._arguments = (prior, np.array(limits), total_limit)
         if symmetric:
             offset = np.zeros(2, dtype=np.intp)
             table = gammaln(prior[0] + np.arange(limits.max() + 1.0))

@@ -251,36 +251,72 @@ def check_training_rankings(X, n_items, space=None):
 def real_parameter(value, name):
     """``value`` as a float64 array, or a TypeError naming the parameter ``name``.
 
-    Strings that are not numbers, ragged sequences and complex numbers are
-    refused (NumPy would drop a complex array's imaginary part with only a
-    warning); numeric strings ("0.5") are converted, as for X.
+    Only real numbers pass: not booleans (NumPy reads [1, True] as [1, 1]),
+    strings, None, ragged sequences or complex numbers (NumPy would drop a
+    complex array's imaginary part with only a warning). An integer beyond the
+    float range becomes inf, for the caller's range check to refuse.
     """
+    if isinstance(value, (list, tuple)):
+        value = np.asarray(value, dtype=object)
+    array = np.asarray(value)
+    if array.dtype.kind == "O":
+        flat = array.ravel()
+        for position, item in enumerate(flat):
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+                raise TypeError(
+                    f"{name} must hold real numbers, got {reprlib.repr(item)} of "
+                    f"type {type(item).__name__} at position {position}."
+                )
+        with np.errstate(over="ignore"):
+            return np.array([_as_float(item) for item in flat]).reshape(array.shape)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a real number or an array of real numbers, got "
+            f"{reprlib.repr(value)} (dtype {array.dtype})."
+        )
+    return array.astype(np.float64)
+
+
+def _as_float(number):
+    """``float(number)``, with inf of its sign for an integer beyond the range."""
     try:
-        array = np.asarray(value)
-        if array.dtype.kind != "c":
-            return np.asarray(array, dtype=np.float64)
-    except (TypeError, ValueError):
-        pass
-    raise TypeError(f"{name} must hold real numbers, got {reprlib.repr(value)}.")
+        return float(number)
+    except OverflowError:
+        return float("inf") if number > 0 else float("-inf")
 
 
 def check_sparse_structure(X):
     """Raise a ValueError if the compressed sparse matrix X is malformed.
 
     SciPy builds a CSR, CSC or BSR matrix from (data, indices, indptr) without
-    checking that the indices lie inside its shape; compiled code (SciPy's
-    conversions among them) would then read and write out of bounds. Other
-    inputs pass unchanged.
+    checking that the indices lie inside its shape or that indptr never
+    decreases; compiled code (SciPy's own conversions and indexing among it)
+    would then read and write out of bounds. The arrays are only read here:
+    SciPy's ``check_format`` would rewrite the caller's. Other inputs pass.
     """
-    if sparse.issparse(X) and X.format in ("csr", "csc", "bsr"):
-        try:
-            X.check_format(full_check=True)
-        except ValueError as error:
-            raise ValueError(
-                f"X is a malformed {X.format.upper()} sparse matrix: {error} "
-                "(SciPy does not check this when it builds one from data, indices "
-                "and indptr)."
-            ) from None
+    if not sparse.issparse(X) or X.format not in ("csr", "csc", "bsr"):
+        return
+    block_rows, block_columns = X.blocksize if X.format == "bsr" else (1, 1)
+    rows, columns = X.shape[0] // block_rows, X.shape[1] // block_columns
+    major, minor = (columns, rows) if X.format == "csc" else (rows, columns)
+    indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
+    fault = None
+    if indptr.ndim != 1 or indices.ndim != 1 or len(indptr) != major + 1:
+        fault = f"indptr must have shape ({major + 1},), got {indptr.shape}"
+    elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        fault = "indptr must start at 0 and never decrease"
+    elif indptr[-1] > min(len(indices), len(X.data)):
+        fault = f"indptr ends at {indptr[-1]}, past the {len(indices)} indices"
+    else:
+        used = indices[: indptr[-1]]
+        if used.size and not (0 <= used.min() and used.max() < minor):
+            fault = f"its indices must lie in [0, {minor})"
+    if fault is not None:
+        raise ValueError(
+            f"X is a malformed {X.format.upper()} sparse matrix: {fault} (SciPy "
+            "does not check this when it builds one from data, indices and "
+            "indptr)."
+        )
 
 
 def validate_numbers(estimator, X, expected, **params):

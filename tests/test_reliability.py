@@ -398,7 +398,7 @@ BAD_INPUT = {
                 **SHORT, sampler=sampler
             ).fit(malformed_csr(column)),
             ValueError,
-            "X is a malformed CSR sparse matrix: indices must be < 3",
+            "X is a malformed CSR sparse matrix: its indices must lie in \\[0, 3\\)",
         )
         for sampler in ("gibbs+split-merge", "subcluster")
         for column in (5, 10**8)
@@ -417,12 +417,53 @@ BAD_INPUT = {
         ValueError,
         "X's counts sum to .* row 1 holds the largest total",
     ),
+    # SciPy sums a sparse integer matrix in int64 whatever dtype= says
+    "fuzz-counts-sparse-int64-wrap": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            sparse.csr_matrix(np.array([[2**62] * 4, [1, 0, 0, 0], [0, 1, 0, 0]]))
+        ),
+        ValueError,
+        "X's counts sum to 1.845e\\+19",
+    ),
+    "fuzz-malformed-csc-indptr-decreasing-no-entries": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            sparse.csc_matrix(
+                (np.array([]), np.array([], dtype=np.int32), np.array([0, 3, 0])),
+                shape=(2, 2),
+            )
+        ),
+        ValueError,
+        "malformed CSC sparse matrix: indptr must start at 0 and never decrease",
+    ),
+    "fuzz-malformed-csc-with-sample_weight": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            sparse.csc_matrix(
+                (np.array([1.0, 2.0]), np.array([0, 10**7]), np.array([0, 1, 2])),
+                shape=(2, 2),
+            ),
+            sample_weight=[1, 2],
+        ),
+        ValueError,
+        "malformed CSC sparse matrix: its indices must lie in \\[0, 2\\)",
+    ),
+    "fuzz-malformed-csr-scores": (
+        lambda: ScoresToRankings().fit_transform(malformed_csr(10**7)),
+        ValueError,
+        "malformed CSR sparse matrix: its indices must lie in \\[0, 3\\)",
+    ),
     "fuzz-counts-float-2**63": (
         lambda: DPMultinomialClustering(**SHORT).fit([[2.0**63, 0.0], [1.0, 1.0]]),
         ValueError,
         "X's counts sum to",
     ),
     # silent NaN: kernels beyond theta * distance's reach, a subnormal kappa
+    "fuzz-predict-row-total-past-2**40": (
+        lambda: DPMultinomialClustering(**SHORT)
+        .fit(COUNTS)
+        .predict_proba(sparse.csr_matrix(np.array([[2**62, 2**62, 0]]))),
+        ValueError,
+        "Row 0 of X holds 9.223e\\+18 counts, more than 2\\*\\*40",
+    ),
     "fuzz-kde-bandwidth-1e308": (
         lambda: MallowsKernelDensity(bandwidth=1e308).fit(RANKINGS),
         ValueError,
@@ -437,12 +478,22 @@ BAD_INPUT = {
     "fuzz-mean_prior-string": (
         gaussian_fit(mean_prior=["a", "b"]),
         TypeError,
-        "mean_prior must hold real numbers, got \\['a', 'b'\\]",
+        "mean_prior must hold real numbers, got 'a' of type str at position 0",
     ),
     "fuzz-mean_prior-complex": (
         gaussian_fit(mean_prior=[1j, 0]),
         TypeError,
         "mean_prior must hold real numbers",
+    ),
+    "fuzz-mean_prior-bool": (
+        gaussian_fit(mean_prior=[True, 0.5]),
+        TypeError,
+        "mean_prior must hold real numbers, got True of type bool at position 0",
+    ),
+    "fuzz-covariance_prior-beyond-floats": (
+        gaussian_fit(covariance_prior=10**400),
+        ValueError,
+        "covariance_prior must be finite",
     ),
     "fuzz-mean_prior-nan": (
         gaussian_fit(mean_prior=[np.nan, 0.0]),
@@ -457,7 +508,7 @@ BAD_INPUT = {
     "fuzz-covariance_prior-complex-array": (
         gaussian_fit(covariance_prior=np.eye(2) * (1 + 5j)),
         TypeError,
-        "covariance_prior must hold real numbers",
+        "covariance_prior must be a real number or an array of real numbers",
     ),
     "fuzz-dirichlet_prior-string": (
         lambda: DPMultinomialClustering(**SHORT, dirichlet_prior=["x", "y"]).fit(
@@ -490,6 +541,12 @@ BAD_INPUT = {
         lambda: orderings_to_ranks([[0, -1]], n_items=3, missing=-(10**400)),
         ValueError,
         "missing must be NaN or an integer below 1 .* at least -2\\*\\*53",
+    ),
+    "fuzz-orderings_to_ranks-missing-below-2**53": (
+        # -2**53 - 1 rounds to -2**53 as a float
+        lambda: orderings_to_ranks([[0, -1]], n_items=3, missing=-(2**53) - 1),
+        ValueError,
+        "missing must be NaN or an integer below 1",
     ),
     "fuzz-ranks_to_orderings-ragged": (
         lambda: ranks_to_orderings([[1, 2], [1]]),
@@ -799,13 +856,21 @@ def test_large_counts_keep_the_log_gamma_tables_bounded(monkeypatch):
     rng = np.random.RandomState(0)
     X = sparse.csr_matrix(rng.poisson(3.0, size=(20, 6)))
     clusters = sparse.csr_matrix(rng.poisson(4.0, size=(3, 6)))
-    for prior in (np.full(6, 0.5), rng.uniform(0.1, 2.0, 6)):
-        arguments = (prior, np.full(6, 40), 200)
+    symmetric, asymmetric = np.full(6, 0.5), rng.uniform(0.1, 2.0, 6)
+    limits = np.array([40, 3, 40, 10, 0, 40])
+    # each capping: per table (TABLE_LIMIT), and an asymmetric prior's tables
+    # together (FEATURE_TABLES_LIMIT: 6 tables of at most 4 entries in 24)
+    for prior, name, value, expected in [
+        (symmetric, "TABLE_LIMIT", 2, [2, 2, 2, 2, 0, 2]),
+        (asymmetric, "TABLE_LIMIT", 2, [2, 2, 2, 2, 0, 2]),
+        (asymmetric, "FEATURE_TABLES_LIMIT", 24, [3, 3, 3, 3, 0, 3]),
+    ]:
+        arguments = (prior, limits, 200)
         full = _multinomial_kernels.DirichletMultinomial(*arguments)
-        monkeypatch.setattr(_multinomial_kernels, "TABLE_LIMIT", 2)
+        monkeypatch.setattr(_multinomial_kernels, name, value)
         capped = _multinomial_kernels.DirichletMultinomial(*arguments)
         monkeypatch.undo()
-        assert capped.__reduce__()[1][2] == 2
+        assert_array_equal(capped.__reduce__()[1][1], expected)
         assert_allclose(
             capped.log_predictive(clusters, X),
             full.log_predictive(clusters, X),

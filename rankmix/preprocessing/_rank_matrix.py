@@ -40,7 +40,7 @@ def ranks_to_orderings(ranks, *, missing=np.nan):
 
     missing : float or int, default=np.nan
         The entry that marks an unranked item: NaN (BayesMallows' ``NA``) or an
-        integer below 1, such as 0 (PLMIX's convention).
+        integer from -2**53 to 0, such as 0 (PLMIX's convention).
 
     Returns
     -------
@@ -142,8 +142,8 @@ def orderings_to_ranks(X, *, n_items=None, missing=np.nan):
 
     missing : float or int, default=np.nan
         The entry given to the items a row does not rank: NaN (a float result,
-        BayesMallows' ``NA``) or an integer below 1 such as 0 (PLMIX's
-        convention; the result is then an integer array).
+        BayesMallows' ``NA``) or an integer from -2**53 to 0, such as 0
+        (PLMIX's convention; the result is then an integer array).
 
     Returns
     -------
@@ -187,7 +187,7 @@ def _check_rectangular(ranks):
     """Refuse a list of rows of unequal lengths: a rank matrix has a column per
     item (the padding of ragged orderings would read as ranks)."""
     if not isinstance(ranks, (list, tuple)) or not all(
-        isinstance(row, Sized) for row in ranks
+        isinstance(row, Sized) and not isinstance(row, (str, bytes)) for row in ranks
     ):
         return
     widths = [len(row) for row in ranks]
@@ -204,20 +204,21 @@ def _check_rectangular(ranks):
 def _check_missing(missing):
     """``missing`` as a float: NaN or an integer in [-2**53, 0] (never a valid
     rank, and exact as a float and as an integer)."""
-    value = None
-    if isinstance(missing, numbers.Real) and not isinstance(missing, (bool, np.bool_)):
-        try:
-            value = float(missing)
-        except OverflowError:  # an int beyond the float range
-            pass
-    if value is None or not (
-        math.isnan(value) or (value.is_integer() and -(2**53) <= value < 1)
+    valid = False
+    if isinstance(missing, numbers.Integral) and not isinstance(
+        missing, (bool, np.bool_)
     ):
+        # compared as an integer: -2**53 - 1 would round to -2**53 as a float
+        valid = -(2**53) <= int(missing) < 1
+    elif isinstance(missing, numbers.Real):
+        value = float(missing)
+        valid = math.isnan(value) or (value.is_integer() and -(2**53) <= value < 1)
+    if not valid:
         raise ValueError(
             "missing must be NaN or an integer below 1 (such as 0) and at least "
             f"-2**53, which no rank can equal; got {missing!r}."
         )
-    return value
+    return float(missing)
 
 
 def _describe_rank_fault(values, unranked, row):

@@ -17,6 +17,7 @@ from .._sklearn_compat import (
     _check_feature_names_in,
     _fit_context,
 )
+from .._validation import check_sparse_structure
 from .._warnings import warn
 
 __all__ = ["ScoresToRankings"]
@@ -364,6 +365,7 @@ def _as_scores(X):
     """
     exact = None
     if sparse.issparse(X):
+        check_sparse_structure(X)
         _check_kind(X.dtype, "X")
         if X.dtype.kind in "iu":
             _refuse_inexact_integers(sparse.csr_matrix(X))
