@@ -25,7 +25,12 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
-from ._validation import INTP_MAX, check_sparse_structure, real_parameter
+from ._validation import (
+    INTP_MAX,
+    check_sparse_structure,
+    real_parameter,
+    sized_by,
+)
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows
 from .metrics import coclustering_matrix
@@ -830,12 +835,17 @@ class BaseDPMixture(
                 f"n_samples must be a positive integer, got {n_samples!r}."
             )
         rng = check_random_state(random_state)
+        with sized_by("n_samples", n_samples):
+            samples, labels = self._draw_samples(n_samples, rng, draws)
+        return self._check_samples(samples), labels
+
+    def _draw_samples(self, n_samples, rng, draws):
+        """``sample``'s rows and labels, drawn with ``rng``."""
         if draws == "point":
             labels = np.sort(
                 rng.choice(self.n_clusters_, size=n_samples, p=self.weights_)
             )
-            samples = self._sample_components(labels, self._best_parameters, rng)
-            return self._check_samples(samples), labels
+            return self._sample_components(labels, self._best_parameters, rng), labels
         kept = self._predictive_draws()
         counts = np.bincount(rng.randint(len(kept), size=n_samples), minlength=len(kept))
         samples, labels = [], []
@@ -854,7 +864,7 @@ class BaseDPMixture(
             if n_new:
                 samples.append(self._sample_new_clusters(n_new, rng))
             labels.append(np.r_[matched, np.full(n_new, -1)].astype(np.intp))
-        return self._check_samples(np.concatenate(samples)), np.concatenate(labels)
+        return np.concatenate(samples), np.concatenate(labels)
 
     def _check_samples(self, samples):
         """``sample``'s rows, after a model's checks (a warning, say)."""

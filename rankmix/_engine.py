@@ -49,6 +49,7 @@ from ._consensus import vi_consensus
 from ._diagnostics import warn_if_chains_disagree
 from ._rng import spawn_bit_generators
 from ._subcluster_chain import openmp_threads
+from ._validation import sized_by
 
 
 @dataclass
@@ -263,9 +264,10 @@ def _run_chain(
     chain = start()
     if hasattr(chain, "thread_cap"):
         chain.thread_cap = thread_cap
-    trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
-    for name in ("log_joint", *extra):
-        trace[name] = np.empty(n_iter, dtype=np.float64)
+    with sized_by("n_iter", n_iter):
+        trace = {"n_clusters": np.empty(n_iter, dtype=np.intp)}
+        for name in ("log_joint", *extra):
+            trace[name] = np.empty(n_iter, dtype=np.float64)
     kept_labels, kept_parameters = None, []
     counted = _move_counts(chain)
     moves = {

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _kde_kernels, _kernels
 from ._base import INTP_MAX
 from ._sklearn_compat import Interval, _fit_context
-from ._validation import check_query_rankings, check_training_rankings
+from ._validation import check_query_rankings, check_training_rankings, sized_by
 from .mallows import _check_count, _sample_codes
 
 # The largest bandwidth (``_parameter_constraints``).
@@ -241,11 +241,12 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
                 f"t={t} exceeds the number of items n_items_={self.n_items_}."
             )
         rng = check_random_state(random_state)
-        rows = self.rankings_[rng.randint(len(self.rankings_), size=n_samples)]
-        sigmas = _uniform_completions(rows, self.n_items_, rng)
-        theta = np.full(t, float(self.bandwidth))
-        codes = _sample_codes(theta, self.n_items_, n_samples, rng)
-        return _kernels.rankings_from_codes_rows(codes, sigmas)
+        with sized_by("n_samples", n_samples):
+            rows = self.rankings_[rng.randint(len(self.rankings_), size=n_samples)]
+            sigmas = _uniform_completions(rows, self.n_items_, rng)
+            theta = np.full(t, float(self.bandwidth))
+            codes = _sample_codes(theta, self.n_items_, n_samples, rng)
+            return _kernels.rankings_from_codes_rows(codes, sigmas)
 
 
 def _uniform_completions(rows, n_items, rng):

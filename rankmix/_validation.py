@@ -15,6 +15,7 @@ item, its items are distinct and ``-1`` only pads the end. Anything else raises
 an error naming the first bad row, before any compiled code runs.
 """
 
+import contextlib
 import numbers
 import reprlib
 from collections.abc import Mapping, Set
@@ -246,6 +247,29 @@ def check_training_rankings(X, n_items, space=None):
         X[:, :width], ((0, 0), (0, width - min(width, X.shape[1]))), constant_values=-1
     )
     return X, inferred if n_items is None else n_items
+
+
+@contextlib.contextmanager
+def sized_by(name, value):
+    """Name the argument when NumPy cannot allocate the arrays it sizes.
+
+    NumPy refuses an array larger than the address space with a ValueError
+    ("array is too big") and one larger than the memory with a MemoryError;
+    neither says which argument asked for it. Inside this context both become
+    a ValueError naming ``name`` and its ``value``.
+    """
+    try:
+        yield
+    except MemoryError:
+        raise ValueError(
+            f"{name}={value!r} asks for more memory than is available."
+        ) from None
+    except ValueError as error:
+        if "array is too big" not in str(error):
+            raise
+        raise ValueError(
+            f"{name}={value!r} asks for an array larger than NumPy can allocate."
+        ) from None
 
 
 def real_parameter(value, name):

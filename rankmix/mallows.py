@@ -29,7 +29,7 @@ independent truncated geometric variables.
 import numpy as np
 
 from . import _kernels
-from ._validation import check_permutations, check_rankings, check_theta
+from ._validation import check_permutations, check_rankings, check_theta, sized_by
 
 __all__ = [
     "codes",
@@ -218,8 +218,9 @@ def sample(sigma, theta, n_samples, t, random_state=None):
         raise ValueError(f"t={t} exceeds the number of items n_items={n_items}.")
     thetas = check_theta(theta, n_stages=t, n_centres=1)[0, :t]
     rng = check_random_state(random_state)
-    stage_codes = _sample_codes(thetas, n_items, n_samples, rng)
-    return _kernels.rankings_from_codes(stage_codes, sigmas[0])
+    with sized_by("n_samples", n_samples):
+        stage_codes = _sample_codes(thetas, n_items, n_samples, rng)
+        return _kernels.rankings_from_codes(stage_codes, sigmas[0])
 
 
 def top_k_probabilities(sigma, theta, k):

@@ -532,6 +532,32 @@ BAD_INPUT = {
         ValueError,
         "labels must hold integer labels",
     ),
+    # NumPy's "array is too big" named no argument
+    "fuzz-n_iter-2**62": (
+        mallows_fit(n_iter=2**62, n_jobs=1),
+        ValueError,
+        "n_iter=4611686018427387904 asks for an array larger than NumPy can",
+    ),
+    "fuzz-sample-2**62": (
+        lambda: DPGaussianClustering(**SHORT).fit(BLOBS).sample(2**62),
+        ValueError,
+        "n_samples=4611686018427387904 asks for an array larger",
+    ),
+    "fuzz-kde-sample-2**62": (
+        lambda: MallowsKernelDensity().fit(RANKINGS).sample(2**62),
+        ValueError,
+        "n_samples=4611686018427387904 asks for an array larger",
+    ),
+    "fuzz-mallows-sample-2**62": (
+        lambda: mallows.sample([0, 1, 2], 1.0, 2**62, 2),
+        ValueError,
+        "n_samples=4611686018427387904 asks for an array larger",
+    ),
+    "fuzz-minimize_expected_loss-n_runs-2**62": (
+        lambda: minimize_expected_loss([[0, 1, 1]], n_runs=2**62),
+        ValueError,
+        "n_runs=4611686018427387904 asks for an array larger",
+    ),
     "fuzz-orderings_to_ranks-missing-10**30": (
         lambda: orderings_to_ranks([[0, -1]], n_items=3, missing=10**30),
         ValueError,
@@ -927,3 +953,17 @@ def test_float16_rankings_raise_no_overflow_warning():
 def test_expected_loss_of_no_samples_is_zero():
     # Fuzzing: the empty list [] (float64 to NumPy) was refused as labels.
     assert expected_loss([], np.empty((2, 0), dtype=int)) == 0.0
+
+
+def test_sized_by_names_the_argument_of_a_failed_allocation():
+    from rankmix._validation import sized_by
+
+    with pytest.raises(ValueError, match="n_samples=3 asks for more memory"):
+        with sized_by("n_samples", 3):
+            raise MemoryError
+    with pytest.raises(ValueError, match="n_samples=3 asks for an array larger"):
+        with sized_by("n_samples", 3):
+            np.empty(2**62)
+    with pytest.raises(ValueError, match="^another fault$"):  # left alone
+        with sized_by("n_samples", 3):
+            raise ValueError("another fault")

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 
 from .._consensus import _check_labels, _unique_draws
 from .._partition_search import search_partition
+from .._validation import sized_by
 
 __all__ = ["expected_loss", "minimize_expected_loss"]
 
@@ -131,7 +132,8 @@ def minimize_expected_loss(
     first, inverse = _unique_draws(codes)
     weights = np.bincount(inverse).astype(np.float64) / codes.shape[0]
     rng = check_random_state(random_state)
-    orders = np.empty((max(n_runs, 1), n_samples), dtype=np.int32)
+    with sized_by("n_runs", n_runs):
+        orders = np.empty((max(n_runs, 1), n_samples), dtype=np.int32)
     for run in range(orders.shape[0]):
         orders[run] = rng.permutation(n_samples)
     labels, _ = search_partition(
