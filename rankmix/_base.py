@@ -180,6 +180,12 @@ class BaseDPMixture(
     def _component_log_density(self, X, parameters):
         """(n_samples, K) log-densities of each cluster of one draw."""
 
+    def _component_log_weights(self, X, parameters):
+        """``_component_log_density`` up to a constant per row, which the
+        responsibilities do not see: a model whose densities all underflow on
+        a row may give there the values whose differences it can still tell."""
+        return self._component_log_density(X, parameters)
+
     @abstractmethod
     def _new_cluster_log_density(self, X):
         """(n_samples,) log prior-predictive density of a new cluster."""
@@ -355,6 +361,26 @@ class BaseDPMixture(
         weights; with metadata routing on, call ``set_fit_request(
         sample_weight=True)`` first, as for any scikit-learn estimator.
         """
+        before = dict(self.__dict__)
+        try:
+            return self._fit(X, sample_weight)
+        except BaseException:
+            # A refused or failed fit leaves the estimator as it was before it:
+            # _prepare sets the data's attributes (n_items_, n_features_in_, the
+            # resolved priors) before its later checks, and the earlier draws
+            # read with the refused data's sizes would reach compiled code out of
+            # bounds. Only the chains stay as the fit left them: dropped if it
+            # stopped while they ran (_fit), kept if it refused the data first.
+            chains = self.__dict__.get("_chains")
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            if "_chains" in before:
+                self._chains = chains
+            raise
+
+    def _fit(self, X, sample_weight):
+        """``fit_predict``'s work, which may leave the estimator half-updated
+        when it raises (``fit_predict`` then restores it)."""
         if is_dask_array(X):
             self._check_rows_elsewhere(sample_weight)
         check_sparse_structure(X)  # before the weights' repetition indexes X
@@ -401,6 +427,7 @@ class BaseDPMixture(
         self.trace_ = posterior.trace
         self._moves = posterior.moves
         self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
+        self._burn_in = self.burn_in  # the traces' split, whatever set_params does
         self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
         best = self._whole_draw(best_draw)
@@ -592,6 +619,9 @@ class BaseDPMixture(
     def _responsibilities(log_density, sizes):
         """Rows' probabilities of each existing cluster of a draw."""
         weighted = log_density + np.log(sizes)
+        # from the row's largest term: at magnitudes past 1e16, a + log 2 == a,
+        # and logsumexp of two equal terms would give each probability one
+        weighted -= weighted.max(axis=1, keepdims=True)
         return np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
 
     def predict_proba(self, X, *, draws="all"):
@@ -648,7 +678,7 @@ class BaseDPMixture(
         X = self._check_new_data(X)
         if draws == "point":
             return self._responsibilities(
-                self._component_log_density(X, self._best_parameters),
+                self._component_log_weights(X, self._best_parameters),
                 self._best_parameters[-1],
             )
         proba = np.zeros((X.shape[0], self.n_clusters_))
@@ -657,7 +687,7 @@ class BaseDPMixture(
             parameters = self._draws[d]
             proba += (
                 self._responsibilities(
-                    self._component_log_density(X, parameters), parameters[-1]
+                    self._component_log_weights(X, parameters), parameters[-1]
                 )
                 @ self._cluster_shares(d)
             )
@@ -957,7 +987,7 @@ class BaseDPMixture(
             raise ImportError(
                 "to_inference_data needs ArviZ: pip install arviz"
             ) from None
-        trace, burn_in = self.trace_, self.burn_in
+        trace, burn_in = self.trace_, self._burn_in
         stats = {"lp": trace["log_joint"], **self._acceptance_rates()}
         groups = {
             "posterior": {k: v[:, burn_in:] for k, v in trace.items()},

@@ -517,6 +517,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _prepare(self, X, space=None):
         self._check_sampler()
+        # the kind the posterior is made of: what the predictive methods read,
+        # whatever set_params does after the fit
+        self._covariance_type = self.covariance_type
         # The chains run on X / 2**k, an exact rescaling that keeps the sums of
         # squares of data of magnitude 1e153 finite and those of data of
         # magnitude 1e-155 normal; k = 0 (X itself) for all ordinary data. The
@@ -553,18 +556,18 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         with np.errstate(over="ignore", under="ignore"):
             self.mean_prior_ = np.ldexp(mean_prior, k)
             self.covariance_prior_ = np.ldexp(covariance_prior, 2 * k)
-        if self.covariance_type == "spherical":
+        if self._covariance_type == "spherical":
             self.covariance_prior_ = float(self.covariance_prior_)
         # "fixed": the known covariance's Cholesky factor, in X's units, whitens
         # new data for scoring and colours the draws of ``sample``
         self._known_cholesky = (
             np.linalg.cholesky(self.covariance_prior_)
-            if self.covariance_type == "fixed"
+            if self._covariance_type == "fixed"
             else None
         )
         self._alpha_prior = self._resolve_alpha_prior(rows.shape[0])
         model = self._model(rows.shape[0])
-        means, _, factors, dfs = _DESCRIBE[self.covariance_type](
+        means, _, factors, dfs = _DESCRIBE[self._covariance_type](
             model, model.empty_state()[None]
         )
         # the prior predictive (n = 0): location, shape factor, df, in X's units
@@ -581,7 +584,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         They are scales (k) except for "fixed", whose factors multiply the
         known covariance's Cholesky factor and have no unit (0).
         """
-        return 0 if self.covariance_type == "fixed" else k
+        return 0 if self._covariance_type == "fixed" else k
 
     def _resolve_mean_prior(self, summary, k):
         if self.mean_prior is None:
@@ -597,8 +600,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         return np.ldexp(mean, -k)
 
     def _resolve_nu(self, d):
-        full = self.covariance_type == "full"
-        if self.covariance_type == "fixed":
+        full = self._covariance_type == "full"
+        if self._covariance_type == "fixed":
             return None  # no prior on a known covariance
         if self.nu is None:
             return float(d + 2) if full else 3.0
@@ -612,7 +615,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _resolve_covariance_prior(self, summary, k):
         d = len(summary.mean)
-        kind = self.covariance_type
+        kind = self._covariance_type
         if self.covariance_prior is None:
             covariance = summary.covariance
             ridge = COVARIANCE_RIDGE * np.trace(covariance) / d
@@ -647,7 +650,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
 
     def _model(self, n_max):
         mean_prior, covariance_prior = self._chain_priors
-        kind = self.covariance_type
+        kind = self._covariance_type
         if kind in ("full", "diag"):
             return NIWModel(
                 mean_prior,
@@ -694,14 +697,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     @property
     def _predictive_draws_kept(self):
         # "full" keeps the K d x d predictive factors of PREDICTIVE_DRAWS draws
-        return PREDICTIVE_DRAWS if self.covariance_type == "full" else None
+        return PREDICTIVE_DRAWS if self._covariance_type == "full" else None
 
     def _draw_trimmer(self, data_units=False):
         k = 0 if data_units else self._scale_exponent
         return partial(
             _trim_draw,
-            drop_covariances=self.covariance_type != "spherical",
-            drop_factors=self.covariance_type == "full",
+            drop_covariances=self._covariance_type != "spherical",
+            drop_factors=self._covariance_type == "full",
             exponents=(2 * k, self._factor_exponent(k)),
         )
 
@@ -747,7 +750,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             )
         except FloatingPointError as error:
             raise self._numerical_failure(error) from error
-        _, _, factors, _ = _DESCRIBE[self.covariance_type](model, states)
+        _, _, factors, _ = _DESCRIBE[self._covariance_type](model, states)
         with np.errstate(over="ignore", under="ignore"):
             factors = np.ldexp(factors, self._factor_exponent(self._scale_exponent))
         if not _fits(factors):
@@ -773,7 +776,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         nu_n = df_n + d - 1 and kappa_n = kappa_0 + n; "diag" is the d = 1 case
         per feature. "fixed" has its known Sigma, "spherical" keeps its (K,).
         """
-        kind = self.covariance_type
+        kind = self._covariance_type
         if kind == "spherical":
             return parameters[1]
         if kind == "fixed":
@@ -809,22 +812,35 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         means, _, factors, dfs = parameters[:4]
         return self._predictive_log_density(X, means, factors, dfs)
 
+    def _component_log_weights(self, X, parameters):
+        log_density = self._component_log_density(X, parameters)
+        if self._covariance_type == "fixed":
+            # Gaussian tails: past |x| ~ 1e154 (in the data's units) q is no
+            # double and every density is 0; the Student-t kinds stay finite
+            far = np.isneginf(log_density.max(axis=1))
+            if far.any():
+                means, _, factors = parameters[:3]
+                log_density[far] = _far_gaussian_log_weights(
+                    X[far], means, factors, self._known_cholesky
+                )
+        return log_density
+
     def _new_cluster_log_density(self, X):
         return self._predictive_log_density(X, *self._prior_predictive)[:, 0]
 
     def _predictive_log_density(self, X, means, factors, dfs):
         """(n_samples, K) log-densities of K clusters' predictives."""
-        if self.covariance_type == "fixed":
+        if self._covariance_type == "fixed":
             return _gaussian_log_density(X, means, factors, self._known_cholesky)
-        return _student_t_log_density(X, means, factors, dfs, self.covariance_type)
+        return _student_t_log_density(X, means, factors, dfs, self._covariance_type)
 
     def _own_cluster_loo_log_density(self, X, labels, parameters, density):
-        if self.covariance_type in ("spherical", "fixed"):
+        if self._covariance_type in ("spherical", "fixed"):
             return _left_out_isotropic_log_density(
                 X, labels, parameters, self.kappa_, self._known_cholesky
             )
         return _left_out_log_density(
-            X, labels, parameters, self.kappa_, self.covariance_type == "full"
+            X, labels, parameters, self.kappa_, self._covariance_type == "full"
         )
 
     # posterior_samples(): each draw's cluster means (PosteriorSummaryMixin)
@@ -843,7 +859,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         means, _, factors, dfs = parameters[:4]
         n, d = len(components), means.shape[1]
         z = rng.standard_normal((n, d))
-        kind = self.covariance_type
+        kind = self._covariance_type
         if kind == "fixed":
             # x = m + c L z: the Gaussian predictive N(m, c^2 Sigma)
             return means[components] + factors[components, None] * (
@@ -1120,6 +1136,30 @@ def _gaussian_log_density(X, means, factors, cholesky):
             q = (((Y - mean) / factor) ** 2).sum(axis=1)
         out[:, k] = const - d * np.log(factor) - 0.5 * q
     return out
+
+
+def _far_gaussian_log_weights(X, means, factors, cholesky):
+    """Rows too far for ``_gaussian_log_density``: log-densities up to a
+    constant per row, in the limit of the rows' distance.
+
+    With y = L^-1 x = s y' (s > 0, y' of order one) and whitened means m_k,
+    -q_k / 2 = -s^2 |y'|^2 / (2 c_k^2) + s y'.m_k / c_k^2 - |m_k|^2 / (2 c_k^2).
+    A row is far when s^2 is past the double range, so any difference in the
+    first term (the largest c_k wins) and then in the second (the largest
+    y'.m_k / c_k^2) decides by more nats than a double holds: those clusters
+    get log-weight -inf, and the ones left, tied in both, keep their third term
+    and -d log c_k, exact differences of their log-densities.
+    """
+    d = X.shape[1]
+    # only y's direction matters below: scaled first, so that L^-1 x is finite
+    X = X / np.max(np.abs(X), axis=1, keepdims=True)
+    Y = solve_triangular(cholesky, X.T, lower=True, check_finite=False).T
+    M = solve_triangular(cholesky, means.T, lower=True, check_finite=False).T
+    inverse = 1.0 / factors**2
+    second = np.where(inverse == inverse.min(), (Y @ M.T) * inverse, -np.inf)
+    tied = second == second.max(axis=1, keepdims=True)
+    third = -0.5 * (M**2).sum(axis=1) * inverse - d * np.log(factors)
+    return np.where(tied, third, -np.inf)
 
 
 def _student_t_log_density(X, means, factors, dfs, kind):

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _kde_kernels, _kernels
 from ._base import INTP_MAX
-from ._sklearn_compat import Interval, _fit_context
+from ._sklearn_compat import Interval, _fit_context, check_parameters
 from ._validation import check_query_rankings, check_training_rankings, sized_by
 from .mallows import _check_count, _sample_codes
 
@@ -184,6 +184,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
             all top-t rankings.
         """
         check_is_fitted(self)
+        check_parameters(self)  # the bandwidth is read here, not at fit
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         return _kde_kernels.log_density(
             X, self.rankings_, self.n_items_, float(self.bandwidth)
@@ -234,6 +235,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
             The rankings, best first.
         """
         check_is_fitted(self)
+        check_parameters(self)
         n_samples = _check_count(n_samples, "n_samples", minimum=1)
         t = self.n_features_in_ if t is None else _check_count(t, "t", minimum=1)
         if t > self.n_items_:

@@ -56,8 +56,16 @@ class Interval(_Interval):
         return super().is_satisfied_by(val)
 
 
+def check_parameters(estimator):
+    """Validate ``estimator``'s parameters against its ``_parameter_constraints``
+    outside ``fit`` (as ``_fit_context`` does in it): for methods that read a
+    parameter after the fit, which ``set_params`` may have changed."""
+    estimator._validate_params()
+
+
 __all__ = [
     "HasMethods",
+    "check_parameters",
     "Interval",
     "InvalidParameterError",
     "StrOptions",

@@ -421,8 +421,8 @@ def plot_trace(model, names=("n_clusters", "log_joint"), *, ax=None):
         sweeps = np.arange(1, values.shape[1] + 1)
         for chain, trace in enumerate(values):
             axis.plot(sweeps, trace, linewidth=0.8, label=f"chain {chain + 1}")
-        if model.burn_in > 0:
-            axis.axvspan(0.5, model.burn_in + 0.5, color="0.9", label="burn-in")
+        if model._burn_in > 0:  # the fit's (set_params may have changed burn_in)
+            axis.axvspan(0.5, model._burn_in + 0.5, color="0.9", label="burn-in")
         axis.set_xlabel("sweep")
         axis.set_ylabel(name)
         axis.set_title(f"{name}, R-hat = {model.rhat_[name]:.3f}")

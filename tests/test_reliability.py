@@ -967,3 +967,99 @@ def test_sized_by_names_the_argument_of_a_failed_allocation():
     with pytest.raises(ValueError, match="^another fault$"):  # left alone
         with sized_by("n_samples", 3):
             raise ValueError("another fault")
+
+
+# A second fuzzing round (2026-11-27), of stateful paths: refits that fail,
+# set_params after a fit.
+
+
+@pytest.mark.parametrize("refused", ["n_items", "nu"])
+def test_a_refused_refit_leaves_the_fitted_model_as_it_was(refused):
+    # _prepare set n_items_ (and the priors) of the refused data before its
+    # later checks raised; the old draws, read with the new sizes, let a query
+    # of huge ids reach compiled code (segfault).
+    X = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 0, 3, 2]] * 5)
+    model = DPMallowsClustering(**SHORT, n_chains=1).fit(X)
+    before = model.score_samples(X)
+    bad = [[0, 1, 2, 99_999_999]] if refused == "n_items" else X
+    with pytest.raises(ValueError):
+        model.set_params(nu=1e13 if refused == "nu" else 1.0).fit(bad)
+    model.set_params(nu=1.0)
+    assert model.n_items_ == 4
+    assert_array_equal(model.score_samples(X), before)
+    with pytest.raises(ValueError, match="item 99999999, but n_items=4"):
+        model.score_samples([[99_999_999, 50_000_000, 3, 70_000_000]])
+    # a refused first fit leaves the estimator unfitted
+    fresh = DPMallowsClustering(**SHORT)
+    with pytest.raises(ValueError):
+        fresh.fit([[0, 1, 2, 99_999_999]])
+    assert not hasattr(fresh, "n_items_")
+
+
+def test_parameters_changed_after_the_fit_do_not_change_its_posterior():
+    # covariance_type and burn_in were read again by the predictive methods and
+    # to_inference_data: wrong shapes, NaN, AttributeError or empty groups.
+    model = DPGaussianClustering(**SHORT, n_chains=2).fit(BLOBS)
+    scores = model.score_samples(BLOBS)
+    samples, _ = model.sample(5, random_state=0)
+    for kind in ("diag", "spherical", "fixed"):
+        model.set_params(covariance_type=kind, burn_in=3)
+        assert_array_equal(model.score_samples(BLOBS), scores)
+        assert_array_equal(model.sample(5, random_state=0)[0], samples)
+    pytest.importorskip("arviz")
+    posterior = model.to_inference_data(log_likelihood=False).posterior
+    assert posterior.sizes["draw"] == SHORT["n_iter"] - SHORT["burn_in"]
+
+
+def test_parameters_read_after_the_fit_are_validated():
+    # KernelDensity's bandwidth and ScoresToRankings' t, ties and min_rated are
+    # read by score_samples, sample and transform: set_params to a value fit
+    # refuses gave NaN densities or an empty transform.
+    kde = MallowsKernelDensity().fit(RANKINGS)
+    for bandwidth in (float("nan"), float("inf"), -1.0):
+        kde.set_params(bandwidth=bandwidth)
+        for call in (lambda: kde.score_samples(RANKINGS), lambda: kde.sample(2)):
+            with pytest.raises(ValueError, match="'bandwidth' parameter"):
+                call()
+    scores = np.random.RandomState(0).rand(10, 6)
+    transformer = ScoresToRankings(t=3).fit(scores)
+    for name, value in (("t", 0), ("ties", "bogus"), ("min_rated", -5)):
+        transformer.set_params(**{name: value})
+        with pytest.raises(ValueError, match=f"'{name}' parameter"):
+            transformer.transform(scores)
+        transformer = ScoresToRankings(t=3).fit(scores)
+
+
+def test_far_points_get_probabilities_under_a_known_covariance():
+    # Gaussian tails: past |x| ~ 1e154 every cluster's log-density is -inf
+    # (the true values lie below the double range), and predict_proba was NaN.
+    # The responsibilities come from the limit instead: the widest predictive
+    # (the smallest cluster's) wins, then the mean farthest out along x.
+    model = DPGaussianClustering(
+        **SHORT, n_chains=1, covariance_type="fixed"
+    ).fit(BLOBS)
+    far = np.array([[1e200, 0.0], [1e300, -1e300], [1.7e308, -1.7e308], [0, -1e160]])
+    assert np.all(np.isneginf(model.score_samples(far)))
+    for draws in ("all", "point"):
+        proba = model.predict_proba(far, draws=draws)
+        assert np.all(np.isfinite(proba))
+        assert_allclose(proba.sum(axis=1), 1.0)
+    # in the point-estimate draw the limit is the direct computation's answer
+    # wherever that one still resolves the clusters (1e40: q ~ 1e80)
+    for direction in ([1.0, 0.0], [1.0, -1.0], [0.0, -1.0]):
+        direction = np.array([direction])
+        assert_array_equal(
+            model.predict_proba(1e200 * direction, draws="point"),
+            model.predict_proba(1e40 * direction, draws="point").round(),
+        )
+
+
+def test_responsibilities_of_rows_of_huge_log_densities_sum_to_one():
+    # logsumexp of two equal terms of magnitude 1e200 gave each probability
+    # one (a + log 2 == a): rows of predict_proba summed to 2.
+    from rankmix._base import BaseDPMixture
+
+    log_density = np.array([[-1e200, -1e200, -3e200], [-1.0, -1.0, -2.0]])
+    proba = BaseDPMixture._responsibilities(log_density, np.array([2, 2, 1]))
+    assert_allclose(proba, [[0.5, 0.5, 0.0], [0.5 / (1 + np.exp(-1) / 4)] * 2
+                            + [np.exp(-1) / 4 / (1 + np.exp(-1) / 4)]])

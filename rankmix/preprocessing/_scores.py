@@ -16,6 +16,7 @@ from .._sklearn_compat import (
     StrOptions,
     _check_feature_names_in,
     _fit_context,
+    check_parameters,
 )
 from .._validation import check_sparse_structure
 from .._warnings import warn
@@ -245,6 +246,7 @@ class ScoresToRankings(TransformerMixin, BaseEstimator):
             items than the width.
         """
         check_is_fitted(self)
+        check_parameters(self)  # t, ties and min_rated are read here too
         scores, exact = self._validate_scores(X, reset=False)
         n_rated = _n_rated(scores)
         few = self._check_n_rated(n_rated, sparse.issparse(scores))
@@ -280,6 +282,7 @@ class ScoresToRankings(TransformerMixin, BaseEstimator):
             ``["rank1", "rank2", ..., "rank<w>"]``, ``w`` the output width.
         """
         check_is_fitted(self, "n_features_in_")
+        check_parameters(self)
         _check_feature_names_in(self, input_features, generate_names=False)
         return np.asarray(
             [f"rank{j}" for j in range(1, self._width() + 1)], dtype=object
