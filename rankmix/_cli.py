@@ -362,7 +362,8 @@ def _positive_int(text):
     value = _parse(text, int, "an integer")
     if not 1 <= value <= INTP_MAX:
         raise argparse.ArgumentTypeError(
-            f"expected a positive integer below 2**63, got {text!r}")
+            f"expected a positive integer below 2**63, got {text!r}"
+        )
     return value
 
 
@@ -371,7 +372,8 @@ def _non_negative_int(text):
     value = _parse(text, int, "an integer")
     if not 0 <= value <= INTP_MAX:
         raise argparse.ArgumentTypeError(
-            f"expected an integer >= 0 and below 2**63, got {text!r}")
+            f"expected an integer >= 0 and below 2**63, got {text!r}"
+        )
     return value
 
 

@@ -75,7 +75,7 @@ def test_nan_with_an_integer_missing_marker_is_refused():
         ranks_to_orderings([[1, 0], [np.nan, 1]], missing=0)
 
 
-@pytest.mark.parametrize("missing", [1, 2.5, "NA", None, True])
+@pytest.mark.parametrize("missing", [1, 2.5, "NA", None, True, False, np.False_])
 def test_missing_must_be_nan_or_an_integer_below_one(missing):
     with pytest.raises(ValueError, match="missing must be NaN or an integer below 1"):
         ranks_to_orderings([[1, 2]], missing=missing)

@@ -205,9 +205,9 @@ def _check_missing(missing):
     """``missing`` as a float: NaN or an integer in [-2**53, 0] (never a valid
     rank, and exact as a float and as an integer)."""
     valid = False
-    if isinstance(missing, numbers.Integral) and not isinstance(
-        missing, (bool, np.bool_)
-    ):
+    if isinstance(missing, (bool, np.bool_)):
+        pass  # a flag passed to the wrong argument, not the number 0 or 1
+    elif isinstance(missing, numbers.Integral):
         # compared as an integer: -2**53 - 1 would round to -2**53 as a float
         valid = -(2**53) <= int(missing) < 1
     elif isinstance(missing, numbers.Real):
