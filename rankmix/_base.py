@@ -24,7 +24,7 @@ from ._engine import (
     whole_draw_indices,
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
-from ._sklearn_compat import Interval, StrOptions, _fit_context, _safe_indexing
+from ._sklearn_compat import Interval, StrOptions, _fit_context
 from ._validation import (
     INTP_MAX,
     check_sparse_structure,
@@ -32,7 +32,7 @@ from ._validation import (
     sized_by,
 )
 from ._warnings import warn
-from ._weights import check_count_weights, first_copies, repeat_rows
+from ._weights import check_count_weights, first_copies, repeat_rows, take_rows
 from .metrics import coclustering_matrix
 
 # The largest concentration alpha_prior may let the chains draw.
@@ -389,7 +389,7 @@ class BaseDPMixture(
         if counts is not None:
             X = repeat_rows(X, counts)
             if not counts.all():  # rows of weight 0: in the data space, not the fit
-                space = _safe_indexing(X_given, np.flatnonzero(counts == 0))
+                space = take_rows(X_given, np.flatnonzero(counts == 0))
         previous = self._continued_posterior(X_given, X, counts)
         if previous is None:
             if self.burn_in >= self.n_iter:
@@ -521,7 +521,7 @@ class BaseDPMixture(
         samples[:, counts > 0] = repeated[:, first_copies(counts)]
         absent = np.flatnonzero(counts == 0)
         if len(absent):
-            X_absent = self._check_new_data(_safe_indexing(X_given, absent))
+            X_absent = self._check_new_data(take_rows(X_given, absent))
             for d, parameters in self._whole_draws(range(len(self._draws))):
                 log_density = self._component_log_density(X_absent, parameters)
                 samples[d, absent] = (log_density + np.log(parameters[-1])).argmax(1)

@@ -16,6 +16,7 @@ copy before it for every cluster that has not changed since.
 """
 
 import numpy as np
+from scipy import sparse
 
 from ._sklearn_compat import _num_samples, _safe_indexing
 
@@ -76,9 +77,22 @@ def check_count_weights(sample_weight, X):
 
 def repeat_rows(X, counts):
     """X with row i repeated ``counts[i]`` times (arrays, lists, sparse, frames)."""
-    if not hasattr(X, "shape") and not isinstance(X, list | tuple):
+    return take_rows(X, np.repeat(np.arange(len(counts)), counts))
+
+
+def take_rows(X, rows):
+    """The ``rows`` of X, in X's own kind (arrays, lists, sparse, frames).
+
+    X has not been validated yet: the estimator validates both X and the rows
+    taken. Only its sparse structure was checked (``check_sparse_structure``).
+    """
+    if sparse.issparse(X):
+        X = X.tocsr()  # COO, DIA and BSR matrices have no row indexing
+    elif isinstance(X, memoryview) or not (
+        hasattr(X, "shape") or isinstance(X, list | tuple)
+    ):
         X = np.asarray(X)  # an array-like that only converts (``__array__``)
-    return _safe_indexing(X, np.repeat(np.arange(len(counts)), counts))
+    return _safe_indexing(X, rows)
 
 
 def first_copies(counts):

@@ -1063,3 +1063,36 @@ def test_responsibilities_of_rows_of_huge_log_densities_sum_to_one():
     proba = BaseDPMixture._responsibilities(log_density, np.array([2, 2, 1]))
     assert_allclose(proba, [[0.5, 0.5, 0.0], [0.5 / (1 + np.exp(-1) / 4)] * 2
                             + [np.exp(-1) / 4 / (1 + np.exp(-1) / 4)]])
+
+
+# A third fuzzing round (2026-11-27): memory layouts and dtypes.
+
+
+@pytest.mark.parametrize(
+    "kind", [sparse.bsr_matrix, sparse.coo_matrix, sparse.dia_matrix, memoryview]
+)
+def test_weighted_rows_of_any_sparse_format_or_a_memoryview(kind):
+    # sample_weight's repetition indexed X before any conversion: BSR raised
+    # NotImplementedError, COO and DIA "not subscriptable", a memoryview
+    # "invalid slice key", though each fits without weights.
+    weights = np.arange(20) % 3  # rows of weight 0 included
+    if kind is memoryview:
+        X, estimator = np.array(RANKINGS * 5), DPMallowsClustering
+    else:
+        X = np.random.RandomState(0).poisson(2, (20, 5)) + np.eye(20, 5, dtype=int)
+        estimator = DPMultinomialClustering
+    expected = estimator(**SHORT, n_chains=1).fit(X, sample_weight=weights)
+    model = estimator(**SHORT, n_chains=1).fit(kind(X), sample_weight=weights)
+    assert_array_equal(model.label_samples_, expected.label_samples_)
+    assert_array_equal(model.trace_["log_joint"], expected.trace_["log_joint"])
+
+
+def test_big_endian_sparse_scores_rank_as_native_ones():
+    # SciPy's copy refused the big-endian data with its own message.
+    scores = sparse.csr_matrix(np.array([[3.0, 0, 1], [0, 2, 5]]))
+    swapped = scores.copy()
+    swapped.data = swapped.data.astype(">f8")
+    assert_array_equal(
+        ScoresToRankings(t=2).fit_transform(swapped),
+        ScoresToRankings(t=2).fit_transform(scores),
+    )

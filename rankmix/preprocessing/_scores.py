@@ -370,6 +370,8 @@ def _as_scores(X):
     if sparse.issparse(X):
         check_sparse_structure(X)
         _check_kind(X.dtype, "X")
+        if not X.dtype.isnative:  # SciPy's conversions refuse big-endian data
+            X = X.astype(X.dtype.newbyteorder("="))
         if X.dtype.kind in "iu":
             _refuse_inexact_integers(sparse.csr_matrix(X))
         scores = sparse.csr_matrix(X, dtype=np.float64, copy=True)
