@@ -56,6 +56,7 @@ References
    https://doi.org/10.1016/j.jmva.2006.11.013
 """
 
+from numbers import Integral
 from operator import index as operator_index
 
 import numpy as np
@@ -119,6 +120,20 @@ def number_by_first_appearance(const intp_t[::1] labels, intp_t n_labels):
     return np.asarray(codes), np.asarray(firsts[:k])
 
 
+def _integer_objects(labels, name):
+    """An object array of Python or NumPy integers as int64, or a ValueError."""
+    for item in labels.flat:
+        if not isinstance(item, Integral):
+            raise ValueError(
+                f"{name} must hold integer labels; got {item!r} of type "
+                f"{type(item).__name__}."
+            )
+    try:
+        return labels.astype(np.int64)
+    except OverflowError:
+        raise ValueError(f"{name} holds a label beyond the int64 range.") from None
+
+
 def _check_labels(label_samples, name="label_samples"):
     """Validate ``label_samples`` and relabel every row to codes ``0..K-1``.
 
@@ -137,6 +152,8 @@ def _check_labels(label_samples, name="label_samples"):
         raise ValueError(f"{name} must hold at least one draw; got 0 rows.")
     if labels.size == 0:
         labels = labels.astype(np.intp)  # np.asarray([]) is float64
+    elif labels.dtype.kind == "O":
+        labels = _integer_objects(labels, name)  # as variation_of_information
     if labels.dtype.kind not in "biu":
         raise ValueError(
             f"{name} must hold integer labels; got dtype {labels.dtype}."

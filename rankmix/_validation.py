@@ -363,6 +363,15 @@ def validate_numbers(estimator, X, expected, **params):
             f"{expected} (numeric strings such as '2' are converted, as "
             "scikit-learn does)."
         ) from None
+    except TypeError as error:
+        if not str(error).startswith("Cannot cast array data"):
+            raise
+        # a structured (record) array: NumPy's message names neither X nor why
+        raise TypeError(
+            f"X must hold {expected}, not records of dtype {np.asarray(X).dtype}: "
+            "pass its fields as columns of a plain array, for example with "
+            "numpy.lib.recfunctions.structured_to_unstructured."
+        ) from None
 
 
 def warn_item_zero_unranked(n_items_):

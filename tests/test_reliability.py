@@ -1096,3 +1096,29 @@ def test_big_endian_sparse_scores_rank_as_native_ones():
         ScoresToRankings(t=2).fit_transform(swapped),
         ScoresToRankings(t=2).fit_transform(scores),
     )
+
+
+def test_object_integer_labels_are_labels_for_every_metric():
+    # variation_of_information took object arrays of integers, the metrics on
+    # label_samples refused them ("got dtype object").
+    from rankmix.metrics import coclustering_matrix
+
+    draws = [[0, 1, 1, 2], [0, 0, 1, 1]]
+    as_objects = np.array(draws, dtype=object)
+    assert_array_equal(coclustering_matrix(as_objects), coclustering_matrix(draws))
+    assert_array_equal(
+        minimize_expected_loss(as_objects, random_state=0),
+        minimize_expected_loss(draws, random_state=0),
+    )
+    for bad, message in (("a", "got 'a' of type str"), (2**70, "beyond the int64")):
+        with pytest.raises(ValueError, match=message):
+            coclustering_matrix(np.array([[0, bad, 1]], dtype=object))
+
+
+@pytest.mark.parametrize("estimator", [DPGaussianClustering, DPMultinomialClustering])
+def test_record_arrays_are_refused_naming_x(estimator):
+    # scikit-learn's message ("Cannot cast array data from dtype([...])")
+    # named neither X nor what to do.
+    records = np.zeros(10, dtype=[("a", "f8"), ("b", "f8")])
+    with pytest.raises(TypeError, match="X must hold .*, not records of dtype"):
+        estimator(**SHORT).fit(records)
