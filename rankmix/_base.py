@@ -25,12 +25,7 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context
-from ._validation import (
-    INTP_MAX,
-    check_sparse_structure,
-    real_parameter,
-    sized_by,
-)
+from ._validation import INTP_MAX, real_parameter, sized_by
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows, take_rows
 from .metrics import coclustering_matrix
@@ -383,7 +378,6 @@ class BaseDPMixture(
         when it raises (``fit_predict`` then restores it)."""
         if is_dask_array(X):
             self._check_rows_elsewhere(sample_weight)
-        check_sparse_structure(X)  # before the weights' repetition indexes X
         counts = check_count_weights(sample_weight, X)
         X_given, space = X, None
         if counts is not None:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import sparse
 
 from ._sklearn_compat import _num_samples, _safe_indexing
+from ._validation import check_sparse_structure
 
 # The most rows sample_weight may stand for: the repeated rows are made in
 # memory (2**32 rows of one int64 each are 32 GiB), and their count stays far
@@ -84,9 +85,10 @@ def take_rows(X, rows):
     """The ``rows`` of X, in X's own kind (arrays, lists, sparse, frames).
 
     X has not been validated yet: the estimator validates both X and the rows
-    taken. Only its sparse structure was checked (``check_sparse_structure``).
+    taken. A sparse X's structure is checked here, before SciPy indexes it.
     """
     if sparse.issparse(X):
+        check_sparse_structure(X)
         X = X.tocsr()  # COO, DIA and BSR matrices have no row indexing
     elif isinstance(X, memoryview) or not (
         hasattr(X, "shape") or isinstance(X, list | tuple)
