@@ -248,9 +248,12 @@ def top_k_probabilities(sigma, theta, k):
     0..n-j. An unranked item at place p is picked at stage j with probability
     P(s_j = p); otherwise it moves to place p - 1 if s_j < p, and stays at p
     if s_j > p. So its place is a Markov chain, and the probability that it is
-    still unranked after k stages is propagated over places, in
-    O(k n^2) time and O(n^2) memory for all items together, with no sum over
-    the n! / (n - k)! top-k rankings.
+    still unranked after k stages is propagated over places, with no sum over
+    the n! / (n - k)! top-k rankings. An item starts at its rank in sigma and
+    moves down at most one place a stage, so after j stages it lies within j
+    places of its start: the chain is kept on that band, in O(n k^2) time and
+    O(n k) memory per centre (a full n x n table of places would need 80 GB at
+    n = 100,000).
 
     Examples
     --------
@@ -259,24 +262,49 @@ def top_k_probabilities(sigma, theta, k):
     array([0.694, 0.306, 0.119, 0.881])
     """
     sigmas, single = check_permutations(sigma)
-    n_items = sigmas.shape[1]
+    n_centres, n_items = sigmas.shape
     k = _check_count(k, "k", minimum=1)
     if k > n_items:
         raise ValueError(f"k={k} exceeds the number of items n_items={n_items}.")
-    thetas = check_theta(theta, n_stages=k, n_centres=sigmas.shape[0])[:, :k]
+    thetas = check_theta(theta, n_stages=k, n_centres=n_centres)[:, :k]
     out = np.empty(sigmas.shape, dtype=np.float64)
-    for c, (order, stage_thetas) in enumerate(zip(sigmas, thetas)):
-        # row p: the item at rank p of sigma; column: its place among the
-        # unranked items, while it is unranked
-        unranked = np.eye(n_items)
-        for j, theta_j in enumerate(stage_thetas):
-            weights = np.exp(-theta_j * np.arange(n_items - j))
-            pmf = weights / weights.sum()
-            # P(s_j > p), p = 0..n-j-2, summed from the tail: no 1 - cancellation
-            above = np.cumsum(pmf[::-1])[::-1][1:]
-            unranked = unranked[:, 1:] * (1.0 - above) + unranked[:, :-1] * above
-        out[c, order] = 1.0 - unranked.sum(axis=1)
+    # centres in blocks of about 2**20 band entries
+    block = max(1, 2**20 // (n_items * (k + 1)))
+    for start in range(0, n_centres, block):
+        stop = min(start + block, n_centres)
+        by_rank = _top_k_by_rank(thetas[start:stop], n_items, k)
+        np.put_along_axis(out[start:stop], sigmas[start:stop], by_rank, axis=1)
     return out[0] if single else out
+
+
+def _top_k_by_rank(thetas, n_items, k):
+    """P(the item at each rank of sigma is among the first k), per centre.
+
+    ``band[m, b, p]`` is the probability that, under centre b, the item at rank
+    p of sigma is still unranked and at place p - m among the unranked items
+    (m = 0..k; other places are out of its reach).
+    """
+    n_centres = thetas.shape[0]
+    band = np.zeros((k + 1, n_centres, n_items))
+    band[0] = 1.0
+    for j in range(k):
+        weights = np.exp(-thetas[:, j, None] * np.arange(n_items - j))
+        pmf = weights / weights.sum(axis=1, keepdims=True)
+        # above[:, k + c] = P(s_j > c) for the places c = -k..n-1: 1 below 0 (no
+        # item moves below place 0), 0 from n-j-1 on (the last place cannot be
+        # passed); summed from the tail, with no 1 - cancellation
+        above = np.zeros((n_centres, k + n_items))
+        above[:, :k] = 1.0
+        above[:, k : k + n_items - j - 1] = np.cumsum(pmf[:, ::-1], axis=1)[:, -2::-1]
+        moved = np.empty_like(band)
+        for m in range(k + 1):
+            # P(s_j > c) at the place after the stage, c = p - m, for every p
+            stays = above[:, k - m : k - m + n_items]
+            np.multiply(band[m], stays, out=moved[m])
+            if m:
+                moved[m] += band[m - 1] * (1.0 - stays)
+        band = moved
+    return 1.0 - band.sum(axis=0)
 
 
 # theta * (number of values) under this: the stage's codes are uniform.

@@ -165,6 +165,43 @@ def test_gm_top_k_probabilities_equal_enumeration(n_items):
     assert_array_equal(sharp[sigma], [1.0, 1.0] + [0.0] * (n_items - 2))
 
 
+def _top_k_dense(sigma, theta, k):
+    """The place chain of ``top_k_probabilities`` on the full n x n table."""
+    n_items = len(sigma)
+    unranked = np.eye(n_items)
+    for j in range(k):
+        pmf = np.exp(-theta[j] * np.arange(n_items - j))
+        pmf /= pmf.sum()
+        above = np.cumsum(pmf[::-1])[::-1][1:]
+        unranked = unranked[:, 1:] * (1.0 - above) + unranked[:, :-1] * above
+    out = np.empty(n_items)
+    out[sigma] = 1.0 - unranked.sum(axis=1)
+    return out
+
+
+def test_top_k_probabilities_band_equals_the_full_place_table():
+    # The item at rank p stays within k places of p, so the chain runs on a
+    # band of k + 1 places per item; the full table is the reference.
+    rng = np.random.default_rng(7)
+    for n_items in [1, 2, 6, 25]:
+        sigmas = np.array([rng.permutation(n_items) for _ in range(4)])
+        thetas = rng.uniform(0.0, 3.0, size=(4, n_items))
+        for k in range(1, n_items + 1):
+            got = mallows.top_k_probabilities(sigmas, thetas, k)
+            expected = [_top_k_dense(s, t, k) for s, t in zip(sigmas, thetas)]
+            assert_allclose(got, expected, rtol=0, atol=1e-13)
+
+
+def test_top_k_probabilities_of_many_items_in_little_memory():
+    # 100,000 items: the full place table would take 80 GB
+    sigma = np.random.default_rng(0).permutation(100_000)
+    proba = mallows.top_k_probabilities(sigma, 0.5, 3)
+    assert_allclose(proba.sum(), 3.0)
+    assert np.all((proba >= 0) & (proba <= 1))
+    # far down sigma's order an item is never in the top 3 (e^-0.5 per place)
+    assert proba[sigma[100:]].max() < 1e-20
+
+
 def test_top_k_probabilities_average_the_draws_over_each_cluster_rows():
     model = fit(DPMallowsClustering, RANKINGS, alpha=3.0)
     k = 2
