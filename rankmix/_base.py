@@ -77,6 +77,11 @@ class SampledAlphaMixin:
 # The most split-merge proposals a sweep may make (SHARED_MOVE_CONSTRAINTS).
 MAX_SPLIT_MERGE = 10**6
 
+# How many kept draws keep their large parameters (a "full" Gaussian's K d x d
+# predictive factors, a multinomial's K x V counts) when the model trims the
+# others: the predictive methods average over these (``_predictive_draws_kept``).
+PREDICTIVE_DRAWS = 20
+
 # The constraints of the moves every model's chains share (alpha_prior, split-merge,
 # the sequential start).
 SHARED_MOVE_CONSTRAINTS = {
@@ -224,20 +229,30 @@ class BaseDPMixture(
         """Whether a kept draw holds every parameter the predictive reads."""
         return True
 
-    def _rebuilt_draw(self, d):
-        """Kept draw d whole, rebuilt from its labels and the training rows."""
+    def _rebuild_source(self):
+        """What ``_rebuilt_draw`` rebuilds draws from (the training rows, say),
+        made once for all the draws one call rebuilds."""
+        return None
+
+    def _rebuilt_draw(self, d, source):
+        """Kept draw d whole, rebuilt from its labels and ``source``."""
         raise NotImplementedError(f"{type(self).__name__} trims no draw")
 
     def _whole_draw(self, d):
         """Kept draw d's parameters with everything the predictive reads."""
-        parameters = self._draws[d]
-        return parameters if self._draw_is_whole(parameters) else self._rebuilt_draw(d)
+        return next(self._whole_draws([d]))[1]
 
     def _whole_draws(self, draws):
-        """``(d, parameters)`` of each kept draw d in ``draws``, whole (a model
-        that rebuilds draws may share its set-up between them)."""
+        """``(d, parameters)`` of each kept draw d in ``draws``, whole; the draws
+        rebuilt share one ``_rebuild_source()``."""
+        source = None
         for d in draws:
-            yield d, self._whole_draw(d)
+            parameters = self._draws[d]
+            if not self._draw_is_whole(parameters):
+                if source is None:
+                    source = self._rebuild_source()
+                parameters = self._rebuilt_draw(d, source)
+            yield d, parameters
 
     def _predictive_draws(self):
         """Indices of the kept draws the predictive methods average over."""

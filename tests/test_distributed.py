@@ -357,13 +357,26 @@ def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
     monkeypatch.setattr(chain_module, "ROW_BLOCK", 64)
     monkeypatch.setattr(chain_module, "SEQUENTIAL_SAMPLE", 200)
     X = two_topics(seed=1)
-    here = DPMultinomialClustering(**SHORT_FIT, n_jobs=2).fit(X)
-    there = DPMultinomialClustering(**SHORT_FIT, n_jobs=2).fit(
-        da.from_array(X, chunks=(150, 5))
-    )
+    # 27 draws a chain, of which 10 keep their counts
+    params = dict(SHORT_FIT, n_jobs=2, n_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        here = DPMultinomialClustering(**params).fit(X)
+        there = DPMultinomialClustering(**params).fit(
+            da.from_array(X, chunks=(150, 5))
+        )
     assert_array_equal(here.label_samples_, there.label_samples_)
     assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
     assert_array_equal(here.predict(X), there.predict(X))
+    # the draws that keep their counts (the predictive's) are the same ones,
+    # the others rebuilt alike (the Dask fit's from rows fetched from the workers)
+    assert here._predictive_draws() == there._predictive_draws()
+    assert len(here._predictive_draws()) == 20 < len(here._draws) == 54
+    assert_array_equal(here.score_samples(X), there.score_samples(X))
+    for d in [1, len(here._draws) - 2]:
+        assert_array_equal(
+            here._whole_draw(d)[0].toarray(), there._whole_draw(d)[0].toarray()
+        )
 
 
 def test_dask_fit_refuses_what_it_cannot_do(dask_client):

@@ -17,6 +17,7 @@ from scipy.special import gammaln, logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from rankmix import DPMultinomialClustering
+from rankmix import _multinomial as multinomial_module
 from rankmix._multinomial_kernels import DirichletMultinomial
 
 from . import _dp_reference as dpref
@@ -272,6 +273,45 @@ def test_fit_finds_the_topics_and_keeps_sparse_draws():
     assert samples.shape == (50, X.shape[1]) and samples.min() >= 0
     assert set(samples.sum(axis=1)) <= set(X.sum(axis=1))
     assert labels.shape == (50,)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("sampler", ["gibbs+split-merge", "subcluster"])
+def test_draws_keep_few_counts_and_rebuild_the_others_exactly(monkeypatch, sampler):
+    # 20 of the 60 kept draws keep their K x V counts, 10 evenly spaced in each
+    # chain, and the predictive averages over those; every other draw's counts
+    # are summed again from the training rows by its labels, equal to the
+    # chain's. Weighted rows (copies, rows of weight 0) and explicit zeros too.
+    X, _ = documents(n=40)
+    X = sparse.csr_matrix(X)
+    X.data[::5] = 0  # explicit zeros, which the clusters' counts do not store
+    weights = np.arange(X.shape[0]) % 3
+    params = dict(sampler=sampler, n_iter=40, burn_in=10, thin=1, random_state=0)
+    trimmed = DPMultinomialClustering(**params).fit(X, sample_weight=weights)
+    with monkeypatch.context() as patch:
+        patch.setattr(multinomial_module, "PREDICTIVE_DRAWS", 10**9)
+        untrimmed = DPMultinomialClustering(**params).fit(X, sample_weight=weights)
+    assert_array_equal(trimmed.label_samples_, untrimmed.label_samples_)
+    whole = trimmed._predictive_draws()
+    assert whole == [0, 3, 6, 10, 13, 16, 19, 23, 26, 29] + [
+        30 + d for d in [0, 3, 6, 10, 13, 16, 19, 23, 26, 29]
+    ]
+    assert len(untrimmed._predictive_draws()) == 60
+    for d, draw in enumerate(trimmed._draws):
+        assert (draw[0] is not None) == (d in whole)
+        rebuilt, chains = trimmed._whole_draw(d), untrimmed._draws[d]
+        assert_array_equal(rebuilt[0].toarray(), chains[0].toarray())
+        assert rebuilt[0].nnz == chains[0].nnz
+        assert rebuilt[1:-1] == chains[1:-1]
+        assert_array_equal(rebuilt[-1], chains[-1])
+    assert_array_equal(trimmed.feature_probs_, untrimmed.feature_probs_)
+    new = X[::3].toarray() + 1
+    per_draw = untrimmed._log_predictive_per_draw(untrimmed._check_new_data(new))
+    assert_allclose(
+        trimmed.score_samples(new),
+        logsumexp(per_draw[whole], axis=0) - np.log(len(whole)),
+        rtol=1e-12,
+    )
 
 
 @pytest.mark.parametrize(
