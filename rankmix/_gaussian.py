@@ -10,6 +10,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
 from . import _subcluster_chain
+from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
@@ -724,7 +725,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         model = self._model(rows.shape[0])
         return model, model.family(np.ascontiguousarray(rows, dtype=np.float64))
 
-    def _rebuilt_draw(self, d, source=None):
+    def _rebuilt_draw(self, d, source):
         """Kept draw d with its predictive factors, rebuilt from the training rows
         and the draw's labels.
 
@@ -732,9 +733,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         sub-cluster chain builds its states (the collapsed chains' running
         updates agree with it to rounding), in the chain's units, and is
         described as the chain's snapshot describes it. O(N d^2). ``source``:
-        ``_rebuild_source()``, to share between draws.
+        ``_rebuild_source()``.
         """
-        model, family = source or self._rebuild_source()
+        model, family = source
         parameters = self._draws[d]
         labels = self._chain_label_samples[d]
         members = np.split(
@@ -756,16 +757,6 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         if not _fits(factors):
             raise _overflow_error()
         return (parameters[0], None, factors, *parameters[3:])
-
-    def _whole_draws(self, draws):
-        # one source (the rows, fetched once from Dask workers) for all rebuilds
-        source = None
-        for d in draws:
-            parameters = self._draws[d]
-            if not self._draw_is_whole(parameters):
-                source = source or self._rebuild_source()
-                parameters = self._rebuilt_draw(d, source)
-            yield d, parameters
 
     def _covariances_of(self, parameters):
         """A draw's ``covariances_`` from what it keeps (see ``_to_data_units``).
@@ -994,10 +985,6 @@ def _check_data_scale(summary, k):
         "depend on the scale of X."
     )
 
-
-# With covariance_type="full", how many kept draws keep their K d x d predictive
-# factors: the predictive methods average over these (DPGaussianClustering's Notes).
-PREDICTIVE_DRAWS = 20
 
 
 def _trim_draw(parameters, whole, drop_covariances, drop_factors, exponents=(0, 0)):
