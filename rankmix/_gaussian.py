@@ -857,8 +857,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
                 z @ self._known_cholesky.T
             )
         if kind == "full":
-            # x = m + L z sqrt(df / g), g ~ chi2(df): multivariate Student-t
-            z = np.einsum("nij,nj->ni", factors[components], z)
+            # x = m + L z sqrt(df / g), g ~ chi2(df): multivariate Student-t,
+            # cluster by cluster (no n x d x d copy of the factors)
+            for k in np.unique(components):
+                rows = np.flatnonzero(components == k)
+                z[rows] = z[rows] @ factors[k].T
             g = rng.chisquare(dfs[components])[:, None]
         elif kind == "spherical":
             # the same with L = s I

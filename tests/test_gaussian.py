@@ -945,6 +945,23 @@ def test_sample_draws_from_the_clusters_predictives():
         assert_allclose(drawn.mean(axis=0), model.means_[k], atol=0.15 * spread)
 
 
+def test_full_samples_are_the_student_t_draws_of_their_clusters():
+    # x = m + L z sqrt(df / g), the rows of each cluster transformed together:
+    # the per-row product of the plain NumPy reference, to rounding
+    X, _ = blobs(centers=3, n_features=3)
+    model = DPGaussianClustering(n_iter=10, burn_in=5, random_state=0).fit(X)
+    means, _, factors, dfs = model._best_parameters[:4]
+    components = np.random.default_rng(1).integers(len(means), size=500)
+    parameters = model._best_parameters
+    got = model._sample_components(components, parameters, np.random.RandomState(2))
+    rng = np.random.RandomState(2)
+    z = rng.standard_normal((500, 3))
+    z = np.einsum("nij,nj->ni", factors[components], z)
+    g = rng.chisquare(dfs[components])[:, None]
+    expected = means[components] + z * np.sqrt(dfs[components][:, None] / g)
+    assert_allclose(got, expected, rtol=1e-13, atol=0)
+
+
 def test_alpha_prior_changes_alpha_and_is_recorded_in_the_draws():
     X, _ = blobs()
     model = DPGaussianClustering(
