@@ -1,4 +1,4 @@
-"""Time :func:`rankmix.metrics.variation_of_information`.
+"""Time :func:`rankmix.metrics.variation_of_information` and the point estimate.
 
 The reference is what a user would otherwise write with scikit-learn and
 SciPy: ``VI = H(U) + H(V) - 2 MI(U, V)`` with
@@ -7,10 +7,15 @@ counts from :func:`scipy.stats.entropy`.  Both are timed on the same labels
 in the same run; the printed ratio is reference time / rankmix time (above 1
 means rankmix is faster).
 
+Last, the point estimate every fit computes (the draw with the least mean VI
+to the others, all pairs of ``--draws`` draws of ``--draw-samples`` points
+around one clustering of 30 clusters, as a chain gives them) is timed on each
+number of OpenMP threads of ``--threads``, with its speed-up over the first.
+
 Usage::
 
     python benchmarks/bench_vi.py [--n-samples 1000000] [--n-clusters 1000]
-        [--repeats 7]
+        [--repeats 7] [--draws 100] [--draw-samples 100000] [--threads 1 2]
 """
 
 # Authors: The rankmix developers
@@ -25,7 +30,9 @@ import scipy
 import sklearn
 from scipy.stats import entropy
 from sklearn.metrics import mutual_info_score
+from threadpoolctl import threadpool_limits
 
+from rankmix._consensus import vi_consensus
 from rankmix.metrics import variation_of_information
 
 
@@ -89,6 +96,9 @@ def main():
         help="number of clusters in the many-clusters case (0 to skip)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--draw-samples", type=int, default=10**5)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
 
     print(
@@ -129,6 +139,28 @@ def main():
         args.repeats,
         with_reference=False,
     )
+
+    run_point_estimate(rng, args.draws, args.draw_samples, args.threads, args.repeats)
+
+
+def run_point_estimate(rng, n_draws, n_samples, threads, repeats):
+    """Median time of ``vi_consensus`` on each number of threads."""
+    base = rng.integers(0, 30, n_samples)
+    draws = np.tile(base, (n_draws, 1))
+    for draw in draws:  # each draw moves 2% of the points
+        moved = rng.integers(0, n_samples, n_samples // 50)
+        draw[moved] = rng.integers(0, 32, len(moved))
+    medians = []
+    for n_threads in threads:
+        with threadpool_limits(n_threads, user_api="openmp"):
+            best, times = time_call(lambda d, _: vi_consensus(d), draws, None, repeats)
+        medians.append(np.median(times))
+        print(
+            f"point estimate, {n_draws} draws x N={n_samples:.0e}, {n_threads} "
+            f"thread(s): median {medians[-1]:.3f} s (min {times.min():.3f})"
+            f" | speed-up {medians[0] / medians[-1]:4.2f}x | draw {best}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

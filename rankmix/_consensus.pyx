@@ -49,6 +49,12 @@ term is non-negative and equal clusterings give exactly ``0.0``.
 The codes are stored as ``int32`` to halve the memory read per pair, which
 limits ``N`` to ``2**31 - 1`` points per draw.
 
+The rows of pairs ``(s, t > s)`` are shared out over OpenMP threads (limited
+by ``OMP_NUM_THREADS`` or threadpoolctl), each with its own count buffers:
+every pair is computed as it would be alone, so the result does not depend on
+the number of threads. A matrix of fewer than about 2**22 point visits runs
+on one thread.
+
 References
 ----------
 .. [1] M. Meila, "Comparing clusterings -- an information based distance",
@@ -63,9 +69,12 @@ import numpy as np
 
 from libc.math cimport log
 from libc.stdint cimport int32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
+from cython.parallel cimport prange, threadid
+
+from ._openmp cimport max_threads
 from ._slots cimport intp_t, relabel_first_appearance
 
 #: Largest contingency table, in cells, that is counted in a dense buffer; pairs
@@ -380,42 +389,66 @@ cdef void _all_pairs(
     const int32_t[:, ::1] codes, const intp_t[::1] n_clusters,
     const intp_t* offset, const double* log_size, const double* log_k,
     intp_t dense_limit,
-    int32_t* count,         # WORK (dense cells,) all 0
-    intp_t* touched,        # WORK (n,)
-    intp_t* order,          # WORK (n,) or NULL if no pair needs grouping
-    intp_t* start,          # WORK (max K + 1,) or NULL
+    int32_t* count,         # WORK (n_threads, count_stride) all 0
+    intp_t count_stride,
+    intp_t* touched,        # WORK (n_threads, n)
+    intp_t* order,          # WORK (n_threads, n) or NULL if no pair needs grouping
+    intp_t* start,          # WORK (n_threads, start_stride) or NULL
+    intp_t start_stride,
     double[:, ::1] out,
+    int n_threads,
 ) noexcept nogil:
-    cdef intp_t s, t, ku, kv, cells
-    cdef intp_t n_draws = codes.shape[0], n = codes.shape[1]
-    cdef bint grouped
+    """Every pair (s, t), s < t, on ``n_threads`` threads, each row s on one
+    thread with its own work buffers: a pair's VI does not depend on which."""
+    cdef intp_t s, tid, n_draws = codes.shape[0], n = codes.shape[1]
+    if n_threads == 1:
+        for s in range(n_draws):
+            _row_pairs(s, codes, n_clusters, offset, log_size, log_k, dense_limit,
+                       count, touched, order, start, out)
+        return
+    # row s holds n_draws - 1 - s pairs: dynamic scheduling evens the threads
+    for s in prange(n_draws, schedule="dynamic", num_threads=n_threads):
+        tid = threadid()
+        _row_pairs(s, codes, n_clusters, offset, log_size, log_k, dense_limit,
+                   count + tid * count_stride, touched + tid * n,
+                   order + tid * n if order != NULL else NULL,
+                   start + tid * start_stride if start != NULL else NULL, out)
+
+
+cdef void _row_pairs(
+    intp_t s, const int32_t[:, ::1] codes, const intp_t[::1] n_clusters,
+    const intp_t* offset, const double* log_size, const double* log_k,
+    intp_t dense_limit, int32_t* count, intp_t* touched, intp_t* order,
+    intp_t* start, double[:, ::1] out,
+) noexcept nogil:
+    """The pairs (s, t > s) of row s, with one thread's work buffers."""
+    cdef intp_t t, kv, cells
+    cdef intp_t n_draws = codes.shape[0], n = codes.shape[1], ku = n_clusters[s]
+    cdef bint grouped = False
     cdef double vi
-    for s in range(n_draws):
-        ku = n_clusters[s]
-        grouped = False
-        out[s, s] = 0.0
-        for t in range(s + 1, n_draws):
-            kv = n_clusters[t]
-            cells = ku * kv
-            if cells <= n // 4 and cells <= dense_limit:
-                vi = _vi_small(&codes[s, 0], &codes[t, 0], n, ku, kv,
-                               log_size + offset[s], log_size + offset[t], log_k,
-                               count)
-            elif cells <= dense_limit:
-                vi = _vi_dense(&codes[s, 0], &codes[t, 0], n, kv,
-                               log_size + offset[s], log_size + offset[t], log_k,
-                               count, touched)
-            else:
-                if not grouped:
-                    _group(&codes[s, 0], n, ku, order, start)
-                    grouped = True
-                vi = _vi_grouped(&codes[t, 0], n, ku, order, start,
-                                 log_size + offset[s], log_size + offset[t], log_k,
-                                 count, touched)
-            if vi < 0.0:  # cannot happen (every term is >= 0); kept as a guard
-                vi = 0.0
-            out[s, t] = vi
-            out[t, s] = vi
+    out[s, s] = 0.0
+    for t in range(s + 1, n_draws):
+        kv = n_clusters[t]
+        cells = ku * kv
+        if cells <= n // 4 and cells <= dense_limit:
+            vi = _vi_small(&codes[s, 0], &codes[t, 0], n, ku, kv,
+                           log_size + offset[s], log_size + offset[t], log_k,
+                           count)
+        elif cells <= dense_limit:
+            vi = _vi_dense(&codes[s, 0], &codes[t, 0], n, kv,
+                           log_size + offset[s], log_size + offset[t], log_k,
+                           count, touched)
+        else:
+            if not grouped:
+                _group(&codes[s, 0], n, ku, order, start)
+                grouped = True
+            vi = _vi_grouped(&codes[t, 0], n, ku, order, start,
+                             log_size + offset[s], log_size + offset[t], log_k,
+                             count, touched)
+        if vi < 0.0:  # cannot happen (every term is >= 0); kept as a guard
+            vi = 0.0
+        out[s, t] = vi
+        out[t, s] = vi
 
 
 cdef void _buffer_sizes(
@@ -458,6 +491,11 @@ def _pairwise_codes(codes, n_clusters, dense_limit):
     with nogil:
         _buffer_sizes(k_view, n, limit, &k_max, &dense_cells, &any_grouped)
     cdef intp_t count_cells = max(dense_cells, k_max if any_grouped else 0, 1)
+    # Threads: at most one per row of pairs, and one in all for a small matrix
+    # (about 2**22 point visits), where starting them would cost more.
+    cdef int n_threads = max(1, min(max_threads(), n_draws - 1))
+    if n_draws * (n_draws - 1) // 2 * n < (1 << 22):
+        n_threads = 1
 
     offset = np.zeros(n_draws + 1, dtype=np.intp)
     np.cumsum(n_clusters, out=offset[1:])
@@ -466,13 +504,13 @@ def _pairwise_codes(codes, n_clusters, dense_limit):
     cdef double[::1] log_size_view = log_size
 
     cdef double* log_k = <double*> malloc((n + 1) * sizeof(double))
-    cdef int32_t* count = <int32_t*> malloc(count_cells * sizeof(int32_t))
-    cdef intp_t* touched = <intp_t*> malloc(n * sizeof(intp_t))
+    cdef int32_t* count = <int32_t*> calloc(n_threads * count_cells, sizeof(int32_t))
+    cdef intp_t* touched = <intp_t*> malloc(n_threads * n * sizeof(intp_t))
     cdef intp_t* order = NULL
     cdef intp_t* start = NULL
     if any_grouped:
-        order = <intp_t*> malloc(n * sizeof(intp_t))
-        start = <intp_t*> malloc((k_max + 1) * sizeof(intp_t))
+        order = <intp_t*> malloc(n_threads * n * sizeof(intp_t))
+        start = <intp_t*> malloc(n_threads * (k_max + 1) * sizeof(intp_t))
     if (log_k == NULL or count == NULL or touched == NULL
             or (any_grouped and (order == NULL or start == NULL))):
         free(log_k)
@@ -487,12 +525,12 @@ def _pairwise_codes(codes, n_clusters, dense_limit):
         log_k[0] = 0.0
         for k in range(1, n + 1):
             log_k[k] = log(<double> k)
-        memset(count, 0, count_cells * sizeof(int32_t))
         # `touched` doubles as the size buffer here (max K <= n).
         _log_sizes(codes_view, k_view, &offset_view[0], log_k, touched,
                    &log_size_view[0])
         _all_pairs(codes_view, k_view, &offset_view[0], &log_size_view[0], log_k,
-                   limit, count, touched, order, start, out_view)
+                   limit, count, count_cells, touched, order, start, k_max + 1,
+                   out_view, n_threads)
     free(log_k)
     free(count)
     free(touched)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from threadpoolctl import threadpool_limits
 
 from rankmix import _consensus
 from rankmix._consensus import pairwise_vi, vi_consensus
@@ -97,6 +98,28 @@ def test_pairwise_vi_code_paths_agree(dense_limit):
     assert_allclose(
         pairwise_vi(labels, dense_limit=dense_limit), expected, rtol=1e-12, atol=1e-12
     )
+
+
+@pytest.mark.parametrize("dense_limit", [None, 0, 100, 1 << 40])
+def test_pairwise_vi_is_the_same_on_any_number_of_threads(dense_limit):
+    # 40 draws of 6,000 points (above the size run on one thread), of 3 to 80
+    # clusters, so that each path runs on two threads with its own buffers;
+    # each pair computed alone is the reference
+    rng = np.random.RandomState(2)
+    labels = np.vstack(
+        [random_draws(rng, 1, 6000, k) for k in rng.randint(3, 80, size=40)]
+    )
+    with threadpool_limits(1, user_api="openmp"):
+        one = pairwise_vi(labels, dense_limit=dense_limit)
+    with threadpool_limits(2, user_api="openmp"):
+        two = pairwise_vi(labels, dense_limit=dense_limit)
+        best = vi_consensus(labels, dense_limit=dense_limit)
+    assert_array_equal(one, two)
+    assert best == np.argmin(one.sum(axis=1))
+    pairs = [(0, 1), (5, 39), (38, 39)]
+    for s, t in pairs:
+        alone = pairwise_vi(labels[[s, t]], dense_limit=dense_limit)[0, 1]
+        assert one[s, t] == one[t, s] == alone
 
 
 def test_module_dense_limit_is_used(monkeypatch):
