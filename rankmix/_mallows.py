@@ -183,7 +183,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         ``score`` refuse ids of ``n_items_`` or more, so a cross-validation
         fold without the highest ids makes the other folds' scores NaN. At
         most 2**14 = 16384: each chain allocates an n x n float64 work matrix
-        (2 GiB at that size), so a larger n raises a ValueError before fitting.
+        (2 GiB at that size), so a larger n raises a ValueError before fitting;
+        with ``sampler="subcluster"`` a chain holds one such matrix for each
+        OpenMP thread its parameter step uses (at most one per cluster; limit
+        them with ``OMP_NUM_THREADS`` or threadpoolctl when n is large).
         Map sparse ids (product ids, say) to 0..n-1 first.
     n_iter : int, default=200
         Sweeps per chain, burn-in included.
@@ -849,7 +852,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
 
 # Each chain allocates an n_items x n_items float64 work matrix (the weighted
 # "preceded" table of Sample-sigma, _mallows_chain.pyx) and two n_items vectors
-# per cluster slot. 2**14 items make that matrix 2 GiB per chain, and a Gibbs
+# per cluster slot (the sub-cluster chain one matrix per thread of its parameter
+# step). 2**14 items make that matrix 2 GiB, and a Gibbs
 # round over full rankings of n items costs O(n^2): beyond that, a fit would
 # exhaust the memory of most machines (each of n_jobs chains holds its own) or
 # run for days, so a larger n_items is refused before any allocation.
