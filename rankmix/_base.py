@@ -121,6 +121,8 @@ class BaseDPMixture(
     # How many kept draws keep every parameter the predictive reads, when the
     # model trims the others (``_draw_trimmer``); None: all of them.
     _predictive_draws_kept = None
+    # During a fit whose rows are on Dask workers, those rows (``_rebuild_source``).
+    _rows_elsewhere = None
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -231,7 +233,9 @@ class BaseDPMixture(
 
     def _rebuild_source(self):
         """What ``_rebuilt_draw`` rebuilds draws from (the training rows, say),
-        made once for all the draws one call rebuilds."""
+        made once for all the draws one call rebuilds. During a fit whose rows
+        are on Dask workers, ``self._rows_elsewhere`` holds them (``DaskRows``:
+        ``cluster_states`` sums the clusters' rows there)."""
         return None
 
     def _rebuilt_draw(self, d, source):
@@ -271,8 +275,7 @@ class BaseDPMixture(
 
         Within one run the engine kept exactly those whole. A warm fit's runs
         each kept their own, so the draws of one long run are chosen afresh
-        (rebuilding those trimmed); a fit whose rows are on Dask workers kept
-        every draw whole until the point estimate was chosen.
+        (rebuilding those trimmed).
         """
         trim, per_chain = self._draw_trimmer(data_units=True), self._whole_per_chain()
         if trim is None or per_chain is None:
@@ -439,6 +442,17 @@ class BaseDPMixture(
         self._burn_in = self.burn_in  # the traces' split, whatever set_params does
         self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
+        # A Dask fit's trimmed draws are rebuilt where its rows are, while the
+        # fit holds them (``_rebuild_source``); later ones fetch the rows.
+        self._rows_elsewhere = X if isinstance(X, DaskRows) else None
+        try:
+            self._summarise(posterior, best_draw, X_given, counts)
+        finally:
+            del self._rows_elsewhere
+        return self.labels_
+
+    def _summarise(self, posterior, best_draw, X_given, counts):
+        """The fitted attributes of the point-estimate draw; the draws trimmed."""
         best = self._whole_draw(best_draw)
         # intp, as scikit-learn's clusterers give, whatever the draws' dtype
         self.labels_ = posterior.label_samples[best_draw].astype(np.intp)
@@ -449,7 +463,6 @@ class BaseDPMixture(
         if counts is not None:
             self._labels_of_given_rows(X_given, counts)
         self._keep_predictive_draws()
-        return self.labels_
 
     def _sample(self, make_chain, chains, sweeps_done, previous, X, X_fit):
         """Run (or continue) the chains; the posterior in X's units, checked.
@@ -457,10 +470,7 @@ class BaseDPMixture(
         ``X_fit`` is the training data as given to ``fit`` (rows repeated by
         ``sample_weight``), or None when ``previous`` is continued.
         """
-        trim = self._draw_trimmer()
-        # Rows on Dask workers cannot rebuild a trimmed draw in this process: the
-        # draws stay whole until the point estimate is chosen (fit's end trims).
-        whole_per_chain = None if isinstance(X, DaskRows) else self._whole_per_chain()
+        trim, whole_per_chain = self._draw_trimmer(), self._whole_per_chain()
         try:
             new = run_chains(
                 make_chain,

@@ -308,6 +308,15 @@ class DaskRows:
             self._submit(chain_module.rows_group_moments, self._slice(labels), *args)
         )
 
+    def cluster_states(self, family, labels, n_clusters):
+        """The states under ``family`` of the clusters 0..n_clusters-1 of
+        ``labels`` (one per row), from the block moments of their rows, merged
+        in block order as the sub-cluster chain merges them."""
+        partials = self.group_partials(
+            labels, np.arange(n_clusters), n_clusters, self.row_block
+        )
+        return chain_module.states_from_partials(family, partials)
+
     def _chunk_of(self, rows):
         return np.searchsorted(self.offsets, rows, side="right") - 1
 

@@ -12,7 +12,7 @@ from scipy.special import gammaln
 from . import _subcluster_chain
 from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import block_moments, is_dask_array, merge_moments
+from ._distributed import DaskRows, block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
 from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
@@ -441,7 +441,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     draw are kept (``label_samples_``, ``trace_``), as are the point-estimate
     draw's factors. The pointwise log-likelihood of `to_inference_data` reads
     every draw: a draw without its factors has them rebuilt from the training
-    rows and its labels, O(N d^2) a draw, one draw at a time.
+    rows and its labels, O(N d^2) a draw, one draw at a time. A fit of a dask
+    array trims its draws alike: the draws its end needs whole are rebuilt on
+    the workers, from the block moments of each cluster's rows, to the bit as
+    in process (no row is fetched; ``to_inference_data`` after the fit fetches
+    them).
 
     References
     ----------
@@ -713,9 +717,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         return parameters[2] is not None
 
     def _rebuild_source(self):
-        """``(model, family)`` over the training rows in the chains' units, from
-        which ``_rebuilt_draw`` rebuilds draws (the rows of a Dask fit fetched
-        here, once for all the draws one call rebuilds)."""
+        """``(model, rows)``: the chains' model, and the training rows in the
+        chains' units from which ``_rebuilt_draw`` rebuilds draws, as a family
+        over them, or, during a Dask fit, as ``DaskRows`` on the workers (after
+        the fit, the rows of a Dask fit are fetched here, once for all the draws
+        one call rebuilds)."""
+        rows = self._rows_elsewhere
+        if rows is not None:
+            return self._model(rows.shape[0]), rows
         rows = self._X_fit
         if is_dask_array(rows):  # rows kept on Dask workers: fetched here
             rows = self._check_new_data(rows.compute())
@@ -735,20 +744,24 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         described as the chain's snapshot describes it. O(N d^2). ``source``:
         ``_rebuild_source()``.
         """
-        model, family = source
+        model, rows = source
         parameters = self._draws[d]
-        labels = self._chain_label_samples[d]
-        members = np.split(
-            np.argsort(labels, kind="stable"),
-            np.cumsum(np.bincount(labels, minlength=len(parameters[-1])))[:-1],
-        )
+        labels, n_clusters = self._chain_label_samples[d], len(parameters[-1])
         try:
-            states = np.stack(
-                [
-                    family.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK)
-                    for rows_of in members
-                ]
-            )
+            if isinstance(rows, DaskRows):
+                empty = model.family(np.empty((0, self.n_features_in_)))
+                states = rows.cluster_states(empty, labels, n_clusters)
+            else:
+                members = np.split(
+                    np.argsort(labels, kind="stable"),
+                    np.cumsum(np.bincount(labels, minlength=n_clusters))[:-1],
+                )
+                states = np.stack(
+                    [
+                        rows.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK)
+                        for rows_of in members
+                    ]
+                )
         except FloatingPointError as error:
             raise self._numerical_failure(error) from error
         _, _, factors, _ = _DESCRIBE[self._covariance_type](model, states)

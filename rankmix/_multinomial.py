@@ -10,7 +10,7 @@ from scipy.special import gammaln
 
 from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import float_sums, is_dask_array
+from ._distributed import DaskRows, float_sums, is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 from ._validation import real_parameter, validate_numbers
@@ -178,7 +178,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     Every draw keeps its labels (``label_samples_``) and traces; a draw
     without its counts that a method needs (the pointwise log-likelihood of
     `to_inference_data`) has them summed again from the training rows by its
-    labels, O(nnz(X)).
+    labels, O(nnz(X)); during a fit of a dask array, on the workers that hold
+    the rows.
 
     ``sample`` draws a cluster of ``labels_`` by ``weights_``, a total from the
     empirical distribution of the training rows' totals (the model leaves
@@ -360,9 +361,16 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
 
     def _rebuilt_draw(self, d, source):
         """Kept draw d with its clusters' counts, summed from the training rows
-        (``source``, a CSR matrix) by the draw's labels: O(nnz(X))."""
+        (``source``, a CSR matrix, or ``DaskRows`` during a Dask fit) by the
+        draw's labels: O(nnz(X))."""
         parameters = self._draws[d]
         labels = self._chain_label_samples[d]
+        if isinstance(source, DaskRows):
+            empty = self._model.family(
+                sparse.csr_matrix((0, source.shape[1]), dtype=np.int64)
+            )
+            states = source.cluster_states(empty, labels, len(parameters[-1]))
+            return (*empty.describe(states), *parameters[1:])
         members = sparse.csr_matrix(
             (np.ones(len(labels), dtype=np.int64), (labels, np.arange(len(labels)))),
             shape=(len(parameters[-1]), source.shape[0]),
@@ -373,7 +381,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         return (counts, *parameters[1:])
 
     def _rebuild_source(self):
-        """The training rows, a CSR matrix (fetched here once from Dask workers)."""
+        """The training rows: ``DaskRows`` during a Dask fit, else a CSR matrix
+        (after a Dask fit, fetched here once from the workers)."""
+        if self._rows_elsewhere is not None:
+            return self._rows_elsewhere
         rows = self._X_fit
         return self._check_new_data(rows.compute()) if is_dask_array(rows) else rows
 

@@ -1305,6 +1305,29 @@ def _group_moments(Family family, const intp_t[::1] groups, intp_t n_groups,
     return np.asarray(out)
 
 
+def states_from_partials(Family family, partials):
+    """(n_groups, W) states of the groups of (n_blocks, n_groups, M) block moments,
+    each merged in block order as the chain merges the moments of rows held
+    elsewhere (``_state_from_partials``): a trimmed draw of a Dask fit is rebuilt
+    so."""
+    cdef double[:, :, ::1] table = np.ascontiguousarray(partials, dtype=np.float64)
+    cdef intp_t g, n_blocks = table.shape[0], n_groups = table.shape[1]
+    cdef intp_t M = family.c.moments_width
+    if M == 0 or (n_blocks and table.shape[2] != M):
+        raise ValueError(f"block moments of shape {np.shape(partials)} for a "
+                         f"family of moments of width {M}")
+    cdef double[:, ::1] states = np.empty((n_groups, family.c.segments.width))
+    cdef double[::1] acc = np.empty(M)
+    for g in range(n_groups):
+        if n_blocks == 0:
+            family_reset(&family.c, &states[g, 0])
+            continue
+        fold_partials(&family.c, &table[0, 0, 0], n_blocks, n_groups, g, &acc[0])
+        if family.c.moments_state(family.c.segments.context, &acc[0], &states[g, 0]) < 0:
+            raise FloatingPointError(family.failure_message)
+    return np.asarray(states)
+
+
 def rows_group_moments(Family family, intp_t offset, labels, group_of_slot,
                        intp_t n_groups, intp_t row_block):
     """Block moments of the family's rows grouped by ``group_of_slot[labels]``."""

@@ -323,6 +323,28 @@ def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
 # -- the estimator on a LocalCluster ----------------------------------------------
 
 
+def record_rebuilds(estimator, monkeypatch):
+    """Make ``estimator``'s fits record, at the point estimate, every kept draw
+    whole (its first large parameter: the Gaussian's predictive factors, the
+    multinomial's counts) and what a trimmed one was rebuilt from (None for a
+    draw kept whole): ``[(source, parameter), ...]`` over the fits in turn."""
+    records = []
+    summarise = estimator._summarise
+
+    def recording(self, *args):
+        source = self._rebuild_source()
+        rows = source[1] if isinstance(source, tuple) else source  # (model, rows)
+        for d, parameters in enumerate(self._draws):
+            whole = self._draw_is_whole(parameters)
+            large = 2 if estimator is DPGaussianClustering else 0
+            parameter = (parameters if whole else self._rebuilt_draw(d, source))[large]
+            records.append((None if whole else type(rows).__name__, parameter))
+        return summarise(self, *args)
+
+    monkeypatch.setattr(estimator, "_summarise", recording)
+    return records
+
+
 @pytest.mark.parametrize("covariance_type", ["full", "spherical"])
 def test_dask_fit_draws_what_an_in_process_fit_draws(
     covariance_type, dask_client, monkeypatch
@@ -334,6 +356,7 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     X = two_blobs(600, 3, seed=4)
     # 27 draws a chain: "full" keeps 10 a chain whole
     params = dict(SHORT_FIT, covariance_type=covariance_type, n_jobs=2, n_iter=30)
+    rebuilt_there = record_rebuilds(DPGaussianClustering, monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         here = DPGaussianClustering(**params).fit(X)
@@ -349,6 +372,13 @@ def test_dask_fit_draws_what_an_in_process_fit_draws(
     assert here._predictive_draws() == there._predictive_draws()
     assert len(there._predictive_draws()) == (20 if covariance_type == "full" else 54)
     assert_array_equal(here.score_samples(X), there.score_samples(X))
+    assert_array_equal(here._best_parameters[2], there._best_parameters[2])
+    # the Dask fit trimmed its draws as they came, and rebuilt them on the
+    # workers from its rows' block moments: the in-process fit's draws, whole
+    assert len(rebuilt_there) == 2 * 54
+    for d, (source, factors) in enumerate(rebuilt_there[54:]):
+        assert source == ("DaskRows" if d not in here._predictive_draws() else None)
+        assert_array_equal(factors, here._whole_draw(d)[2])
 
 
 def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
@@ -359,6 +389,7 @@ def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
     X = two_topics(seed=1)
     # 27 draws a chain, of which 10 keep their counts
     params = dict(SHORT_FIT, n_jobs=2, n_iter=30)
+    rebuilt_there = record_rebuilds(DPMultinomialClustering, monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         here = DPMultinomialClustering(**params).fit(X)
@@ -377,6 +408,11 @@ def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
         assert_array_equal(
             here._whole_draw(d)[0].toarray(), there._whole_draw(d)[0].toarray()
         )
+    # rebuilt on the workers during the Dask fit, as in process
+    assert len(rebuilt_there) == 2 * 54
+    for d, (source, counts) in enumerate(rebuilt_there[54:]):
+        assert source == ("DaskRows" if d not in here._predictive_draws() else None)
+        assert_array_equal(counts.toarray(), here._whole_draw(d)[0].toarray())
 
 
 def test_dask_fit_refuses_what_it_cannot_do(dask_client):

@@ -292,10 +292,9 @@ def test_draws_keep_few_counts_and_rebuild_the_others_exactly(monkeypatch, sampl
         patch.setattr(multinomial_module, "PREDICTIVE_DRAWS", 10**9)
         untrimmed = DPMultinomialClustering(**params).fit(X, sample_weight=weights)
     assert_array_equal(trimmed.label_samples_, untrimmed.label_samples_)
+    per_chain = [0, 3, 6, 10, 13, 16, 19, 23, 26, 29]  # 10 of 30, ends included
     whole = trimmed._predictive_draws()
-    assert whole == [0, 3, 6, 10, 13, 16, 19, 23, 26, 29] + [
-        30 + d for d in [0, 3, 6, 10, 13, 16, 19, 23, 26, 29]
-    ]
+    assert whole == per_chain + [30 + d for d in per_chain]
     assert len(untrimmed._predictive_draws()) == 60
     for d, draw in enumerate(trimmed._draws):
         assert (draw[0] is not None) == (d in whole)
