@@ -1002,7 +1002,6 @@ def _check_data_scale(summary, k):
     )
 
 
-
 def _trim_draw(parameters, whole, drop_covariances, drop_factors, exponents=(0, 0)):
     """A kept draw as DPGaussianClustering keeps it (the engine's ``trim_draw``).
 

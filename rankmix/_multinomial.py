@@ -170,11 +170,11 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     for the 96 clusters of a fit of the 2,246 AP documents, V = 10,473):
     keeping them all would make the fit's memory grow with the vocabulary
     times the number of draws, and each prediction reads every draw's counts
-    (the defaults keep 100 draws). Only about 20 draws keep
-    them, ceil(20 / n_chains) evenly spaced over each chain's kept draws, and
-    `score_samples`, `score`, `sample` and ``predict_proba(draws="all")``
-    average over those (every kept draw when there are fewer), as
-    :class:`DPGaussianClustering` does with its "full" predictive factors.
+    (the defaults keep 100 draws). Only about 20 draws keep them, ceil(20 /
+    n_chains) evenly spaced over each chain's kept draws, and `score_samples`,
+    `score`, `sample` and ``predict_proba(draws="all")`` average over those
+    (every kept draw when there are fewer), as :class:`DPGaussianClustering`
+    does with its "full" predictive factors.
     Every draw keeps its labels (``label_samples_``) and traces; a draw
     without its counts that a method needs (the pointwise log-likelihood of
     `to_inference_data`) has them summed again from the training rows by its
