@@ -41,7 +41,8 @@ import numpy as np
 from scipy import sparse
 from scipy.special import gammaln
 
-from libc.math cimport INFINITY, lgamma, log
+from libc.math cimport INFINITY, lgamma, log, rint
+from libc.stdint cimport INT32_MAX, int64_t
 from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
@@ -358,8 +359,38 @@ cdef class MultinomialFamily(Family):
 
     def describe(self, states):
         """``(counts,)``: the clusters' per-feature counts, a (K, V) CSR matrix."""
-        counts = np.rint(states[:, S_COUNTS:]).astype(np.int64)
-        return (sparse.csr_matrix(counts),)
+        # The CSR arrays read straight off the states, in two passes (count,
+        # then fill): every snapshot of a chain describes its states, and
+        # NumPy's nonzero and rint over the dense K x V table cost ten times
+        # more. The counts are sums of integers, exact in doubles; rint only
+        # guards the cast.
+        cdef const double[:, ::1] s = np.ascontiguousarray(states, dtype=np.float64)
+        cdef intp_t K = s.shape[0], V = s.shape[1] - S_COUNTS, k, v, e = 0
+        indptr_ = np.empty(K + 1, dtype=np.intp)
+        cdef intp_t[::1] indptr = indptr_
+        with nogil:
+            indptr[0] = 0
+            for k in range(K):
+                for v in range(V):
+                    if s[k, S_COUNTS + v] != 0.0:
+                        e += 1
+                indptr[k + 1] = e
+        index_dtype = np.int32 if max(V, e) <= INT32_MAX else np.intp
+        indices_ = np.empty(e, dtype=np.intp)
+        data_ = np.empty(e, dtype=np.int64)
+        cdef intp_t[::1] indices = indices_
+        cdef int64_t[::1] data = data_
+        e = 0
+        with nogil:
+            for k in range(K):
+                for v in range(V):
+                    if s[k, S_COUNTS + v] != 0.0:
+                        indices[e] = v
+                        data[e] = <int64_t> rint(s[k, S_COUNTS + v])
+                        e += 1
+        return (sparse.csr_matrix(
+            (data_, indices_.astype(index_dtype), indptr_.astype(index_dtype)),
+            shape=(K, V)),)
 
     def _rebuild(self, double[::1] state, const intp_t[::1] members):
         return _rebuild(&self.context, &state[0], &members[0] if members.shape[0] else NULL,

@@ -139,6 +139,25 @@ def test_an_all_zero_row_has_probability_one():
     assert_array_equal(model.log_predictive(clusters, sparse.csr_matrix((1, 3))), 0.0)
 
 
+@pytest.mark.parametrize("n_clusters", [0, 1, 4])
+def test_describe_gives_the_states_counts_as_canonical_csr(n_clusters):
+    # a state is 5 summaries, then the V counts; clusters with no count and
+    # features absent from every cluster included
+    rng = np.random.default_rng(0)
+    V = TINY.shape[1]
+    counts = rng.integers(0, 4, size=(n_clusters, V))
+    counts[rng.random((n_clusters, V)) < 0.6] = 0
+    if n_clusters > 1:
+        counts[1] = 0
+    states = np.hstack([rng.random((n_clusters, 5)), counts.astype(np.float64)])
+    family = model_for(TINY, PRIORS[1]).family(sparse.csr_matrix(TINY))
+    (described,) = family.describe(states)
+    assert sparse.isspmatrix_csr(described) and described.has_canonical_format
+    assert described.shape == (n_clusters, V) and described.dtype == np.int64
+    assert described.nnz == np.count_nonzero(counts)  # no explicit zero
+    assert_array_equal(described.toarray(), counts)
+
+
 # -- every sampler against the enumerated posterior ------------------------------------
 
 
