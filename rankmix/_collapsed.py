@@ -7,6 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from . import _subcluster_chain
 from ._base import (
     INTP_MAX,
     SHARED_MOVE_CONSTRAINTS,
@@ -91,6 +92,63 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         if isinstance(X, DaskRows):
             return self._collapsed_chain(model.family(empty), rows=X.bind(model))
         return self._collapsed_chain(model.family(X))
+
+    # -- rebuilding a trimmed draw from the training rows --------------------------
+
+    def _family_over(self, rows, n_rows):
+        """The chains' model's family over ``rows``, the chains' rows (None: over
+        no rows, to read the states of ``n_rows`` rows held elsewhere)."""
+        raise NotImplementedError(f"{type(self).__name__} trims no draw")
+
+    def _chain_rows(self):
+        """The training rows as the chains saw them (in their units; fetched
+        here once if they are on Dask workers)."""
+        raise NotImplementedError(f"{type(self).__name__} trims no draw")
+
+    def _whole_from_described(self, parameters, described):
+        """A trimmed draw's ``parameters`` made whole from ``described``, what
+        the family's ``describe`` gives of the draw's cluster states."""
+        raise NotImplementedError(f"{type(self).__name__} trims no draw")
+
+    def _rebuild_source(self):
+        """``(family, rows)``: in process the family over the chains' rows, as
+        both; during a Dask fit a family of no rows (to read the states) and the
+        rows as ``DaskRows`` on the workers."""
+        rows = self._rows_elsewhere
+        if rows is not None:
+            return self._family_over(None, rows.shape[0]), rows
+        rows = self._chain_rows()
+        family = self._family_over(rows, rows.shape[0])
+        return family, family
+
+    def _rebuilt_draw(self, d, source):
+        """Kept draw d made whole from the training rows and its labels.
+
+        Each cluster's state comes from the block moments of its rows, merged
+        in block order as the sub-cluster chain builds its states (the collapsed
+        chains' running updates agree with it to rounding); on Dask the workers
+        sum the moments, and no row is fetched. One pass over the rows:
+        O(nnz(X)) for counts, O(N d^2) for full covariances. ``source``:
+        ``_rebuild_source()``.
+        """
+        family, rows = source
+        parameters = self._draws[d]
+        labels, n_clusters = self._chain_label_samples[d], len(parameters[-1])
+        try:
+            if isinstance(rows, DaskRows):
+                states = rows.cluster_states(family, labels, n_clusters)
+            else:
+                members = np.split(
+                    np.argsort(labels, kind="stable"),
+                    np.cumsum(np.bincount(labels, minlength=n_clusters))[:-1],
+                )
+                block = _subcluster_chain.ROW_BLOCK  # read here: tests may patch it
+                states = np.stack(
+                    [rows.blocked_state(rows_of, block) for rows_of in members]
+                )
+        except FloatingPointError as error:
+            raise self._numerical_failure(error) from error
+        return self._whole_from_described(parameters, family.describe(states))
 
     def _collapsed_chain(self, family, rows=None):
         """``make_chain(bit_generator)`` for the engine, over ``family``.

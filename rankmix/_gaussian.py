@@ -12,7 +12,7 @@ from scipy.special import gammaln
 from . import _subcluster_chain
 from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import DaskRows, block_moments, is_dask_array, merge_moments
+from ._distributed import block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
 from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
@@ -719,57 +719,25 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     def _draw_is_whole(self, parameters):
         return parameters[2] is not None
 
-    def _rebuild_source(self):
-        """``(model, rows)``: the chains' model, and the training rows in the
-        chains' units from which ``_rebuilt_draw`` rebuilds draws, as a family
-        over them, or, during a Dask fit, as ``DaskRows`` on the workers (after
-        the fit, the rows of a Dask fit are fetched here, once for all the draws
-        one call rebuilds)."""
-        rows = self._rows_elsewhere
-        if rows is not None:
-            return self._model(rows.shape[0]), rows
+    def _family_over(self, rows, n_rows):
+        model = self._model(n_rows)
+        if rows is None:
+            rows = np.empty((0, self.n_features_in_))
+        return model.family(np.ascontiguousarray(rows, dtype=np.float64))
+
+    def _chain_rows(self):
         rows = self._X_fit
         if is_dask_array(rows):  # rows kept on Dask workers: fetched here
             rows = self._check_new_data(rows.compute())
         k = self._scale_exponent
-        if k:
-            rows = np.ldexp(rows, -k)
-        model = self._model(rows.shape[0])
-        return model, model.family(np.ascontiguousarray(rows, dtype=np.float64))
+        return np.ldexp(rows, -k) if k else rows
 
-    def _rebuilt_draw(self, d, source):
-        """Kept draw d with its predictive factors, rebuilt from the training rows
-        and the draw's labels.
-
-        Each cluster's state comes from the block moments of its rows, as the
-        sub-cluster chain builds its states (the collapsed chains' running
-        updates agree with it to rounding), in the chain's units, and is
-        described as the chain's snapshot describes it. O(N d^2). ``source``:
-        ``_rebuild_source()``.
-        """
-        model, rows = source
-        parameters = self._draws[d]
-        labels, n_clusters = self._chain_label_samples[d], len(parameters[-1])
-        try:
-            if isinstance(rows, DaskRows):
-                empty = model.family(np.empty((0, self.n_features_in_)))
-                states = rows.cluster_states(empty, labels, n_clusters)
-            else:
-                members = np.split(
-                    np.argsort(labels, kind="stable"),
-                    np.cumsum(np.bincount(labels, minlength=n_clusters))[:-1],
-                )
-                states = np.stack(
-                    [
-                        rows.blocked_state(rows_of, _subcluster_chain.ROW_BLOCK)
-                        for rows_of in members
-                    ]
-                )
-        except FloatingPointError as error:
-            raise self._numerical_failure(error) from error
-        _, _, factors, _ = _DESCRIBE[self._covariance_type](model, states)
+    def _whole_from_described(self, parameters, described):
+        # the predictive factors, in X's units
         with np.errstate(over="ignore", under="ignore"):
-            factors = np.ldexp(factors, self._factor_exponent(self._scale_exponent))
+            factors = np.ldexp(
+                described[2], self._factor_exponent(self._scale_exponent)
+            )
         if not _fits(factors):
             raise _overflow_error()
         return (parameters[0], None, factors, *parameters[3:])

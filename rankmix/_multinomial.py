@@ -10,7 +10,7 @@ from scipy.special import gammaln
 
 from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
-from ._distributed import DaskRows, float_sums, is_dask_array
+from ._distributed import float_sums, is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
 from ._validation import real_parameter, validate_numbers
@@ -361,34 +361,17 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     def _draw_is_whole(self, parameters):
         return parameters[0] is not None
 
-    def _rebuilt_draw(self, d, source):
-        """Kept draw d with its clusters' counts, summed from the training rows
-        (``source``, a CSR matrix, or ``DaskRows`` during a Dask fit) by the
-        draw's labels: O(nnz(X))."""
-        parameters = self._draws[d]
-        labels = self._chain_label_samples[d]
-        if isinstance(source, DaskRows):
-            empty = self._model.family(
-                sparse.csr_matrix((0, source.shape[1]), dtype=np.int64)
-            )
-            states = source.cluster_states(empty, labels, len(parameters[-1]))
-            return (*empty.describe(states), *parameters[1:])
-        members = sparse.csr_matrix(
-            (np.ones(len(labels), dtype=np.int64), (labels, np.arange(len(labels)))),
-            shape=(len(parameters[-1]), source.shape[0]),
-        )
-        counts = (members @ source).tocsr()
-        counts.eliminate_zeros()  # explicit zeros of X, as the chain's states drop
-        counts.sort_indices()
-        return (counts, *parameters[1:])
+    def _family_over(self, rows, n_rows):
+        if rows is None:
+            rows = sparse.csr_matrix((0, self.n_features_in_), dtype=np.int64)
+        return self._model.family(rows)
 
-    def _rebuild_source(self):
-        """The training rows: ``DaskRows`` during a Dask fit, else a CSR matrix
-        (after a Dask fit, fetched here once from the workers)."""
-        if self._rows_elsewhere is not None:
-            return self._rows_elsewhere
+    def _chain_rows(self):
         rows = self._X_fit
         return self._check_new_data(rows.compute()) if is_dask_array(rows) else rows
+
+    def _whole_from_described(self, parameters, described):
+        return (*described, *parameters[1:])  # described: (counts,)
 
     def _new_cluster_log_density(self, X):
         empty = sparse.csr_matrix((1, X.shape[1]), dtype=np.int64)

@@ -333,7 +333,7 @@ def record_rebuilds(estimator, monkeypatch):
 
     def recording(self, *args):
         source = self._rebuild_source()
-        rows = source[1] if isinstance(source, tuple) else source  # (model, rows)
+        rows = source[1]  # (family, rows)
         for d, parameters in enumerate(self._draws):
             whole = self._draw_is_whole(parameters)
             large = 2 if estimator is DPGaussianClustering else 0
