@@ -128,7 +128,7 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         in block order as the sub-cluster chain builds its states (the collapsed
         chains' running updates agree with it to rounding); on Dask the workers
         sum the moments, and no row is fetched. One pass over the rows:
-        O(nnz(X)) for counts, O(N d^2) for full covariances. ``source``:
+        O(nnz(X) + K V) for counts, O(N d^2) for full covariances. ``source``:
         ``_rebuild_source()``.
         """
         family, rows = source

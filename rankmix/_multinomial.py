@@ -180,8 +180,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     Every draw keeps its labels (``label_samples_``) and traces; a draw
     without its counts that a method needs (the pointwise log-likelihood of
     `to_inference_data`) has them summed again from the training rows by its
-    labels, O(nnz(X)); during a fit of a dask array, on the workers that hold
-    the rows.
+    labels, O(nnz(X) + K V); during a fit of a dask array, on the workers
+    that hold the rows.
 
     ``sample`` draws a cluster of ``labels_`` by ``weights_``, a total from the
     empirical distribution of the training rows' totals (the model leaves
