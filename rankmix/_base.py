@@ -34,6 +34,12 @@ from .metrics import coclustering_matrix
 MAX_ALPHA = 1e300
 
 
+def rows_per_batch(row_bytes):
+    """How many rows of ``row_bytes`` bytes of work each fit in scikit-learn's
+    ``working_memory`` (at least one)."""
+    return max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
+
+
 class SampledAlphaMixin:
     """``alpha_prior``: alpha ~ Gamma(shape, rate), resampled by the chains.
 
@@ -760,7 +766,7 @@ class BaseDPMixture(
         (n_draws, batch) table of per-draw densities fits scikit-learn's
         ``working_memory``."""
         n_rows, n_draws = X.shape[0], len(self._predictive_draws())
-        batch = max(1, int(get_config()["working_memory"] * 2**20) // (8 * n_draws))
+        batch = rows_per_batch(8 * n_draws)
         out = np.empty(n_rows)
         for rows in gen_batches(n_rows, batch):
             per_draw = self._log_predictive_per_draw(X[rows])
@@ -896,7 +902,8 @@ class BaseDPMixture(
             )
             return self._sample_components(labels, self._best_parameters, rng), labels
         kept = self._predictive_draws()
-        counts = np.bincount(rng.randint(len(kept), size=n_samples), minlength=len(kept))
+        draw_of_sample = rng.randint(len(kept), size=n_samples)
+        counts = np.bincount(draw_of_sample, minlength=len(kept))
         samples, labels = [], []
         for i in np.flatnonzero(counts):
             d = kept[i]

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import integrate, optimize
 from scipy.special import gammaln
+from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from . import _kernels, mallows
@@ -16,6 +17,7 @@ from ._base import (
     SHARED_MOVE_CONSTRAINTS,
     BaseDPMixture,
     SampledAlphaMixin,
+    rows_per_batch,
 )
 from ._distributed import active_client, is_dask_array
 from ._distributed_rankings import DaskRankings
@@ -604,6 +606,17 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 f"up to the longest training ranking's ({self.n_features_in_}) "
                 "only, so a ranking must be shorter than that."
             )
+        # in batches of rankings whose extensions (by every item: n_items_
+        # rankings of t_max + 1 places each, their indices and densities) fit
+        # scikit-learn's working_memory
+        proba = np.empty((len(X), self.n_items_))
+        batch = rows_per_batch(8 * self.n_items_ * (X.shape[1] + 4))
+        for rows in gen_batches(len(X), batch):
+            proba[rows] = self._next_proba(X[rows], lengths[rows])
+        return proba
+
+    def _next_proba(self, X, lengths):
+        """`predict_next_proba` of validated rankings ``X`` of ``lengths``."""
         # every ranking extended by every item it lacks, scored in one pass
         taken = np.zeros((len(X), self.n_items_), dtype=bool)
         rows, places = np.nonzero(X >= 0)
@@ -665,7 +678,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "closer to 1."
             )
         lengths = X.lengths() if isinstance(X, DaskRankings) else ranking_lengths(X)
-        self._length_probs = np.bincount(lengths, minlength=t_max + 1)[1:] / len(lengths)
+        length_counts = np.bincount(lengths, minlength=t_max + 1)
+        self._length_probs = length_counts[1:] / len(lengths)
         self._alpha_prior = self._resolve_alpha_prior(len(lengths))
         return X
 

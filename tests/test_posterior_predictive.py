@@ -248,9 +248,11 @@ def test_predict_next_proba_is_the_ratio_of_predictive_densities():
 
 
 def test_densities_are_computed_in_batches_within_working_memory():
-    # score_samples and predict_next_proba hold an (n_draws, rows) table: a tiny
-    # working_memory splits the rows into batches, which changes no value beyond
-    # the last bits (the kernels' vectorised loops round by batch length)
+    # score_samples holds an (n_draws, rows) table, predict_next_proba also
+    # each ranking extended by every item: a tiny working_memory splits the
+    # rows into batches (one ranking at a time for predict_next_proba), which
+    # changes no value beyond the last bits (the kernels' vectorised loops
+    # round by batch length)
     from sklearn import config_context
 
     model = fit(DPMallowsClustering, RANKINGS)
