@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, DensityMixin
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from . import _kde_kernels, _kernels
@@ -17,6 +17,9 @@ from .mallows import _check_count, _sample_codes
 
 # The largest bandwidth (``_parameter_constraints``).
 MAX_BANDWIDTH = 1e12
+
+# Most completions' entries (draws x n_items) `sample` holds at once.
+SAMPLE_BATCH_ENTRIES = 2**20
 
 
 class MallowsKernelDensity(DensityMixin, BaseEstimator):
@@ -243,12 +246,20 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
                 f"t={t} exceeds the number of items n_items_={self.n_items_}."
             )
         rng = check_random_state(random_state)
+        theta = np.full(t, float(self.bandwidth))
         with sized_by("n_samples", n_samples):
-            rows = self.rankings_[rng.randint(len(self.rankings_), size=n_samples)]
-            sigmas = _uniform_completions(rows, self.n_items_, rng)
-            theta = np.full(t, float(self.bandwidth))
-            codes = _sample_codes(theta, self.n_items_, n_samples, rng)
-            return _kernels.rankings_from_codes_rows(codes, sigmas)
+            out = np.empty((n_samples, t), dtype=np.intp)
+        # in batches of draws: each completion is a full ranking, n_items_
+        # sorting keys a draw (a fixed batch, so that the draws of a
+        # random_state do not depend on any setting)
+        batch = max(1, SAMPLE_BATCH_ENTRIES // self.n_items_)
+        for rows in gen_batches(n_samples, batch):
+            n_rows = rows.stop - rows.start
+            picked = self.rankings_[rng.randint(len(self.rankings_), size=n_rows)]
+            sigmas = _uniform_completions(picked, self.n_items_, rng)
+            codes = _sample_codes(theta, self.n_items_, n_rows, rng)
+            out[rows] = _kernels.rankings_from_codes_rows(codes, sigmas)
+        return out
 
 
 def _uniform_completions(rows, n_items, rng):

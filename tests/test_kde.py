@@ -15,6 +15,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 
 from rankmix import MallowsKernelDensity, _kde_kernels
+from rankmix import _kde as kde_module
 from rankmix.datasets import make_mallows_mixture
 
 # -- a plain reference: enumerate the completions, sum full Mallows probabilities --
@@ -186,8 +187,11 @@ def test_score_is_the_total_log_likelihood_and_rows_are_independent():
 # -- sampling ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("batch_entries", [2**20, 4 * 777])
 @pytest.mark.parametrize("t", [2, 4])
-def test_sample_follows_score_samples(t):
+def test_sample_follows_score_samples(t, batch_entries, monkeypatch):
+    # in one batch and in batches of 777 draws
+    monkeypatch.setattr(kde_module, "SAMPLE_BATCH_ENTRIES", batch_entries)
     kde = MallowsKernelDensity(bandwidth=0.7, n_items=4).fit(TRAIN_4)
     draws = kde.sample(20000, random_state=0, t=t)
     categories = top_t_rankings(4, t)
