@@ -215,6 +215,10 @@ def test_mixture_is_reproducible():
         (dict(n_per_cluster=[5, 0, 5], n_clusters=3), "n_per_cluster"),
         (dict(theta=-1.0), "theta"),
         (dict(dataset=5), "dataset"),
+        # sizes beyond any memory: a ValueError naming the argument
+        (dict(n_clusters=2**60, n_per_cluster=1), "n_clusters=.* asks for"),
+        (dict(n_items=2**60, t=3), "n_items=.* asks for"),
+        (dict(n_per_cluster=2**58, n_clusters=2), "n_per_cluster=.* asks for"),
     ],
 )
 def test_mixture_arguments_are_checked(kwargs, match):

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from .. import _kernels, mallows
 from .._rng import as_bit_generator
 from .._sklearn_compat import Interval, validate_params
-from .._validation import check_theta
+from .._validation import check_theta, sized_by
 
 # The four synthetic data sets of Meila & Chen (2010), Section 6: n = 20 items,
 # 10 clusters of 500 rankings, theta* constant or decreasing with the stage.
@@ -124,12 +124,14 @@ def make_mallows_mixture(
     t = defaults["t"] if t is None else t
     theta = defaults["theta"] if theta is None else theta
 
-    sizes = np.broadcast_to(np.asarray(n_per_cluster), (n_clusters,))
-    if (
-        sizes.ndim != 1
-        or not np.issubdtype(sizes.dtype, np.integer)
-        or (sizes < 1).any()
-    ):
+    with sized_by("n_clusters", n_clusters):
+        sizes = np.broadcast_to(np.asarray(n_per_cluster), (n_clusters,))
+        bad_sizes = (
+            sizes.ndim != 1
+            or not np.issubdtype(sizes.dtype, np.integer)
+            or (sizes < 1).any()
+        )
+    if bad_sizes:
         raise ValueError(
             "n_per_cluster must be a positive int or n_clusters positive ints, "
             f"got {n_per_cluster!r}."
@@ -139,15 +141,17 @@ def make_mallows_mixture(
     thetas = check_theta(theta, n_stages=t_max, n_centres=1)[0, :t_max]
 
     rng = check_random_state(random_state)
-    centres = np.array(
-        [
-            _draw_centre(n_items, centre_theta, centre_n_rankings, rng)
-            for _ in range(n_clusters)
-        ]
-    )
-    X = np.full((sizes.sum(), t_max), -1, dtype=np.intp)
-    labels = np.repeat(np.arange(n_clusters), sizes)
-    lengths = rng.choice(np.arange(1, t_max + 1), size=len(labels), p=length_probs)
+    with sized_by("n_items", n_items):
+        centres = np.array(
+            [
+                _draw_centre(n_items, centre_theta, centre_n_rankings, rng)
+                for _ in range(n_clusters)
+            ]
+        )
+    with sized_by("n_per_cluster", n_per_cluster):
+        X = np.full((sizes.sum(), t_max), -1, dtype=np.intp)
+        labels = np.repeat(np.arange(n_clusters), sizes)
+        lengths = rng.choice(np.arange(1, t_max + 1), size=len(labels), p=length_probs)
     for k in range(n_clusters):
         rows = np.flatnonzero(labels == k)
         # Draw full-length rankings and cut: the first stages of a GM ranking do
