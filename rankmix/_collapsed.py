@@ -19,6 +19,10 @@ from ._distributed import DaskRows, active_client
 from ._sklearn_compat import Interval, StrOptions
 from ._subcluster_chain import SubclusterChain
 
+# The most points for the permutation move's O(N^2) tables (the exact dynamic
+# program's, or the beam's with tolerance 0): 4 GiB of exact tables.
+MAX_QUADRATIC_POINTS = 2**14
+
 # The moves, in the order a sweep runs them; ``sampler`` joins a subset with "+".
 _MOVES = ("gibbs", "split-merge", "permutation")
 _SAMPLERS = {
@@ -172,6 +176,8 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                 remote=rows,
             )
         moves = self.sampler.split("+")
+        if "permutation" in moves:
+            self._check_permutation_memory(n_points)
         return partial(
             _make_chain,
             family,
@@ -185,6 +191,30 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
             beam_tolerance=float(self.beam_tolerance),
             burn_in=self.burn_in,
             sequential_init=self.init == "sequential",
+        )
+
+
+    def _check_permutation_memory(self, n_points):
+        """Refuse a permutation move whose O(N^2) tables would not fit in memory.
+
+        The exact dynamic program holds two (N + 1) x (N + 1) float64 tables, and
+        the beam with ``beam_tolerance=0`` keeps every start open, N (N + 1) / 2
+        entries of 16 bytes; the default beam keeps about O(N).
+        """
+        if n_points <= MAX_QUADRATIC_POINTS:
+            return
+        if self.permutation_dp == "exact":
+            what = "permutation_dp='exact'", 16 * (n_points + 1) ** 2
+        elif self.beam_tolerance == 0:
+            what = "beam_tolerance=0", 8 * n_points * (n_points + 1)
+        else:
+            return
+        raise ValueError(
+            f"{what[0]} with the permutation move holds tables that grow with "
+            f"the square of the number of points: {what[1] / 2**30:,.1f} GiB for "
+            f"these {n_points} points (weighted rows count each copy). It is "
+            f"meant for small data, at most {MAX_QUADRATIC_POINTS} points; use "
+            "permutation_dp='beta' with beam_tolerance > 0 (the defaults)."
         )
 
 

@@ -125,7 +125,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in. "exact": a draw from p(C | pi, x) by
         the dynamic program over (position, number of clusters), O(N^2) memory
-        and O(N^3) time per move, for small data sets. "beta": a
+        and O(N^3) time per move, for small data sets (at most 16,384 points;
+        more raise a ValueError). "beta": a
         Metropolis-Hastings proposal from the paper's approximation of K! by
         beta^K, computed with the beam of tolerance ``beam_tolerance`` (about
         O(N) time per move) and accepted or rejected with the exact ratio.
@@ -135,8 +136,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     beam_tolerance : float, default=1e-32
         epsilon of the beam (Liang et al., sec. 3.3): at each position the
         smallest terms holding at most this fraction of the sum are pruned. 0
-        keeps every term (O(N^2) time and memory). Used by "beta" and by the
-        burn-in hill climbing.
+        keeps every term (O(N^2) time and memory: at most 16,384 points). Used
+        by "beta" and by the burn-in hill climbing.
     n_split_merge : int, default=10
         Split-merge proposals per sweep, at most 10**6. A proposal costs about
         two predictive evaluations per point of the two clusters involved;

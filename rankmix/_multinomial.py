@@ -51,7 +51,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         The move holds a cluster state per row, N (n_features + 5) doubles
         (0.8 GB at N = 10,000 rows of 10,000 words).
     beam_tolerance : float, default=1e-32
-        epsilon of the permutation move's beam.
+        epsilon of the permutation move's beam (0, like "exact", is for at most
+        16,384 rows: see :class:`DPGaussianClustering`).
     n_split_merge : int, default=10
         Split-merge proposals per sweep, at most 10**6.
     alpha_prior : tuple (shape, rate), default=None

@@ -10,6 +10,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPGaussianClustering
+from rankmix import _collapsed as collapsed_module
 from rankmix._collapsed_chain import CollapsedChain
 from rankmix._gaussian_kernels import NIWModel
 from rankmix._permutation import _dp_wrapper
@@ -298,3 +299,29 @@ def test_permutation_sampler_finds_blobs():
         sampler="permutation", n_iter=30, burn_in=15, random_state=0
     ).fit(X)
     assert adjusted_rand_score(y, model.labels_) > 0.95
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(permutation_dp="exact"), r"permutation_dp='exact'.* 2\.0 GiB"),
+        (dict(beam_tolerance=0.0), r"beam_tolerance=0 .* 1\.0 GiB"),
+    ],
+)
+def test_quadratic_permutation_tables_are_refused_past_their_limit(
+    params, match, monkeypatch
+):
+    # the O(N^2) tables of the exact pass and of the beam that keeps every
+    # term: past MAX_QUADRATIC_POINTS a ValueError, before any chain runs
+    # (patched to 10 points here; 2.0 GiB is what 11,585 points would take)
+    monkeypatch.setattr(collapsed_module, "MAX_QUADRATIC_POINTS", 10)
+    X, _ = blobs(n_samples=11, centers=2, random_state=0)
+    model = DPGaussianClustering(sampler="gibbs+permutation", n_iter=4, burn_in=2)
+    model.set_params(**params).fit(X[:10])  # at the limit: runs
+    with pytest.raises(ValueError, match="grow with the square"):
+        model.fit(X)
+    monkeypatch.setattr(collapsed_module, "MAX_QUADRATIC_POINTS", 11584)
+    with pytest.raises(ValueError, match=match):
+        model.fit(np.repeat(X, [11585 - 10] + [1] * 10, axis=0))
+    # the default beam is not refused
+    model.set_params(permutation_dp="beta", beam_tolerance=1e-32).fit(X)
