@@ -89,8 +89,10 @@ def minimize_expected_loss(
     - 2 sum_kl g(n_kl), with g(x) = x log x and Z = N for VI, g(x) = x (x - 1)
     / 2 and Z = 1 for Binder's loss. The expected loss is the mean over the
     draws; moving one point changes it by a sum over the distinct draws, so a
-    sweep costs O(N K M) for K clusters and M distinct draws, in O(K sum_m K_m)
-    memory. A run places the points one at a time in a random order, each in
+    sweep costs O(N K M) for K clusters and M distinct draws. Its memory is one
+    count table of ``max_clusters`` x sum_m K_m int32 per thread (the runs
+    share out over OpenMP threads, at most ``n_runs`` of them), K_m the
+    clusters of distinct draw m. A run places the points one at a time in a random order, each in
     the cluster (or a new one) of least expected loss given those placed, then
     moves single points while that lowers the loss, and dissolves whole
     clusters (dealing their points anew) when that lowers it, as SALSO's
