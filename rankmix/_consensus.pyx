@@ -68,7 +68,7 @@ from operator import index as operator_index
 import numpy as np
 
 from libc.math cimport log
-from libc.stdint cimport int32_t
+from libc.stdint cimport int8_t, int16_t, int32_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 
@@ -90,8 +90,16 @@ DENSE_LIMIT = 1 << 17
 _LUT_FACTOR = 8
 _MIN_LUT = 1 << 16
 
-# Codes are stored as int32 (half the memory traffic of intp in the pair loops).
+# Codes are stored as int32 (half the memory traffic of intp in the pair loops),
+# or for the pairwise VI in the smallest of int8, int16 and int32 that holds
+# them: the draws of a fit at 10**6 points are its largest array, and the
+# engine's come as int8 up to 128 clusters.
 INT32_MAX = 2**31 - 1
+
+ctypedef fused code_t:
+    int8_t
+    int16_t
+    int32_t
 
 
 # ---------------------------------------------------------------------------
@@ -143,12 +151,13 @@ def _integer_objects(labels, name):
         raise ValueError(f"{name} holds a label beyond the int64 range.") from None
 
 
-def _check_labels(label_samples, name="label_samples"):
+def _check_labels(label_samples, name="label_samples", compact=False):
     """Validate ``label_samples`` and relabel every row to codes ``0..K-1``.
 
     Returns ``codes`` (S, N) int32, C-contiguous, with the clusters of each row
     numbered in order of first appearance, and ``n_clusters`` (S,) intp. Errors
-    name the argument ``name``.
+    name the argument ``name``. ``compact``: codes in the smallest of int8,
+    int16 and int32 that holds them (for ``_pairwise_codes``).
     """
     labels = np.asarray(label_samples)
     if labels.ndim != 2:
@@ -188,9 +197,13 @@ def _check_labels(label_samples, name="label_samples"):
         # Huge label values: factorise them all first (codes < S * N).
         labels = np.unique(labels, return_inverse=True)[1].reshape(n_draws, n_samples)
         high = int(labels.max())
-    codes = np.empty((n_draws, n_samples), dtype=np.int32)
+    # a row has at most min(N, high + 1) clusters, coded from 0
+    dtype = _code_dtype(min(n_samples, high + 1) - 1) if compact else np.int32
+    codes = np.empty((n_draws, n_samples), dtype=dtype)
     n_clusters = np.empty(n_draws, dtype=np.intp)
-    cdef int32_t[:, ::1] codes_view = codes
+    # each row is coded here, then copied into codes (in place when int32)
+    row_codes = codes if dtype == np.int32 else np.empty((1, n_samples), np.int32)
+    cdef int32_t[:, ::1] codes_view = row_codes
     cdef intp_t[::1] n_clusters_view = n_clusters
     cdef const intp_t[::1] row_view
     cdef intp_t s, p, n = n_samples, lut_size = high + 1
@@ -208,13 +221,24 @@ def _check_labels(label_samples, name="label_samples"):
         # largest array of the fit.
         for s in range(n_draws):
             row_view = np.ascontiguousarray(labels[s], dtype=np.intp)
+            row = s if dtype == np.int32 else 0
             with nogil:
                 n_clusters_view[s] = relabel_first_appearance(
-                    &row_view[0], n, lut, firsts, &codes_view[s, 0])
+                    &row_view[0], n, lut, firsts, &codes_view[row, 0])
+            if dtype != np.int32:
+                codes[s] = row_codes[0]
     finally:
         free(lut)
         free(firsts)
     return codes, n_clusters
+
+
+def _code_dtype(largest):
+    """The smallest of int8, int16 and int32 that holds 0..largest."""
+    for dtype in (np.int8, np.int16):
+        if largest <= np.iinfo(dtype).max:
+            return dtype
+    return np.int32
 
 
 def _unique_draws(codes):
@@ -247,7 +271,7 @@ def _unique_draws(codes):
 # ---------------------------------------------------------------------------
 
 cdef double _vi_small(
-    const int32_t* u, const int32_t* v, intp_t n, intp_t ku, intp_t kv,
+    const code_t* u, const code_t* v, intp_t n, intp_t ku, intp_t kv,
     const double* log_u,    # IN (ku,) log of the cluster sizes of u
     const double* log_v,    # IN (kv,)
     const double* log_k,    # IN (n + 1,) log k
@@ -286,7 +310,7 @@ cdef double _vi_small(
 
 
 cdef double _vi_dense(
-    const int32_t* u, const int32_t* v, intp_t n, intp_t kv,
+    const code_t* u, const code_t* v, intp_t n, intp_t kv,
     const double* log_u, const double* log_v, const double* log_k,
     int32_t* count,         # WORK (ku * kv,) all 0 on entry and on exit
     intp_t* touched,        # WORK (n,)
@@ -316,7 +340,7 @@ cdef double _vi_dense(
 
 
 cdef void _group(
-    const int32_t* u, intp_t n, intp_t ku,
+    const code_t* u, intp_t n, intp_t ku,
     intp_t* order,          # OUT (n,) points sorted by cluster of u (stable)
     intp_t* start,          # OUT (ku + 1,) group i is order[start[i]:start[i+1]]
 ) noexcept nogil:
@@ -339,7 +363,7 @@ cdef void _group(
 
 
 cdef double _vi_grouped(
-    const int32_t* v, intp_t n, intp_t ku,
+    const code_t* v, intp_t n, intp_t ku,
     const intp_t* order, const intp_t* start,   # IN the grouping of u
     const double* log_u, const double* log_v, const double* log_k,
     int32_t* count,         # WORK (kv,) all 0 on entry and on exit
@@ -369,7 +393,7 @@ cdef double _vi_grouped(
 # ---------------------------------------------------------------------------
 
 cdef void _log_sizes(
-    const int32_t[:, ::1] codes, const intp_t[::1] n_clusters,
+    const code_t[:, ::1] codes, const intp_t[::1] n_clusters,
     const intp_t* offset, const double* log_k,
     intp_t* size,           # WORK (max K,)
     double* log_size,       # OUT (sum K,) row s at log_size[offset[s]:]
@@ -386,7 +410,7 @@ cdef void _log_sizes(
 
 
 cdef void _all_pairs(
-    const int32_t[:, ::1] codes, const intp_t[::1] n_clusters,
+    const code_t[:, ::1] codes, const intp_t[::1] n_clusters,
     const intp_t* offset, const double* log_size, const double* log_k,
     intp_t dense_limit,
     int32_t* count,         # WORK (n_threads, count_stride) all 0
@@ -416,7 +440,7 @@ cdef void _all_pairs(
 
 
 cdef void _row_pairs(
-    intp_t s, const int32_t[:, ::1] codes, const intp_t[::1] n_clusters,
+    intp_t s, const code_t[:, ::1] codes, const intp_t[::1] n_clusters,
     const intp_t* offset, const double* log_size, const double* log_k,
     intp_t dense_limit, int32_t* count, intp_t* touched, intp_t* order,
     intp_t* start, double[:, ::1] out,
@@ -474,11 +498,10 @@ cdef void _buffer_sizes(
                 dense_cells[0] = cells
 
 
-def _pairwise_codes(codes, n_clusters, dense_limit):
+def _pairwise_codes(const code_t[:, ::1] codes_view, n_clusters, dense_limit):
     """VI matrix of relabelled, distinct code rows (see :func:`pairwise_vi`)."""
-    cdef const int32_t[:, ::1] codes_view = codes
     cdef const intp_t[::1] k_view = n_clusters
-    cdef intp_t n_draws = codes.shape[0], n = codes.shape[1]
+    cdef intp_t n_draws = codes_view.shape[0], n = codes_view.shape[1]
     out = np.zeros((n_draws, n_draws), dtype=np.float64)
     if n_draws < 2 or n == 0:
         return out
@@ -618,10 +641,12 @@ def pairwise_vi(labels, *, dense_limit=None):
     Draws are relabelled once in :math:`O(SN)`; each pair of distinct draws then
     costs :math:`O(N)` (one pass over the points, plus the non-zero cells of the
     contingency table), :math:`O(M^2 N)` in all for :math:`M \\le S` distinct
-    clusterings, with the GIL released. Memory is :math:`O(SN)` for the codes
-    plus a count buffer of at most ``dense_limit`` cells; the pairs beyond it
-    sort the points by their first cluster (counting sort, once per draw) and
-    count the second cluster in :math:`O(N)` memory.
+    clusterings, with the GIL released. Memory is :math:`SN` codes of the
+    smallest integer type that holds the clusters (a byte each up to 128
+    clusters, as the estimators store their draws) plus a count buffer of at
+    most ``dense_limit`` cells; the pairs beyond it sort the points by their
+    first cluster (counting sort, once per draw) and count the second cluster
+    in :math:`O(N)` memory.
 
     References
     ----------
@@ -638,10 +663,16 @@ def pairwise_vi(labels, *, dense_limit=None):
            [0.6931, 0.6931, 0.    ]])
     """
     limit = _check_dense_limit(dense_limit)
-    codes, n_clusters = _check_labels(labels, "labels")
+    codes, n_clusters = _check_labels(labels, "labels", compact=True)
     first, inverse = _unique_draws(codes)
-    vi = _pairwise_codes(codes[first], n_clusters[first], limit)
+    vi = _pairwise_codes(_distinct(codes, first), n_clusters[first], limit)
     return vi[np.ix_(inverse, inverse)]
+
+
+def _distinct(codes, first):
+    """The rows ``first`` of codes: codes itself when they are all of them (a
+    copy would double the largest array of the point estimate)."""
+    return codes if len(first) == len(codes) else codes[first]
 
 
 def vi_consensus(label_samples, *, dense_limit=None):
@@ -694,12 +725,12 @@ def vi_consensus(label_samples, *, dense_limit=None):
     0
     """
     limit = _check_dense_limit(dense_limit)
-    codes, n_clusters = _check_labels(label_samples)
+    codes, n_clusters = _check_labels(label_samples, compact=True)
     n_draws = codes.shape[0]
     if n_draws == 1:
         return 0
     first, inverse = _unique_draws(codes)
     weight = np.bincount(inverse, minlength=first.shape[0]).astype(np.float64)
-    vi = _pairwise_codes(codes[first], n_clusters[first], limit)
+    vi = _pairwise_codes(_distinct(codes, first), n_clusters[first], limit)
     score = (vi * weight).sum(axis=1) / (n_draws - 1)
     return int(np.argmin(score[inverse]))

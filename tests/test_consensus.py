@@ -122,6 +122,33 @@ def test_pairwise_vi_is_the_same_on_any_number_of_threads(dense_limit):
         assert one[s, t] == one[t, s] == alone
 
 
+@pytest.mark.parametrize(
+    "n_clusters, n_samples, dtype",
+    [(100, 500, np.int8), (500, 600, np.int16), (40000, 40001, np.int32)],
+)
+def test_codes_take_the_smallest_dtype_and_give_the_same_vi(
+    n_clusters, n_samples, dtype
+):
+    # pairwise_vi and vi_consensus code the draws in the smallest integer dtype
+    # that holds a row's clusters, min(N, largest label + 1): the int32 codes'
+    # matrix to the bit, on every counting path
+    rng = np.random.RandomState(3)
+    labels = random_draws(rng, 4, n_samples, n_clusters)
+    labels[0, 0] = n_clusters - 1
+    codes, n_labels = _consensus._check_labels(labels, compact=True)
+    wide, wide_n_labels = _consensus._check_labels(labels)
+    assert codes.dtype == dtype and wide.dtype == np.int32
+    assert_array_equal(codes, wide)
+    assert_array_equal(n_labels, wide_n_labels)
+    for limit in LIMITS:
+        limit = _consensus.DENSE_LIMIT if limit is None else limit
+        assert_array_equal(
+            _consensus._pairwise_codes(codes, n_labels, limit),
+            _consensus._pairwise_codes(wide, n_labels, limit),
+        )
+    check_vi_matrix(pairwise_vi(labels), labels)
+
+
 def test_module_dense_limit_is_used(monkeypatch):
     rng = np.random.RandomState(2)
     labels = rng.randint(50, size=(5, 50))
