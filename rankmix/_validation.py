@@ -249,14 +249,19 @@ def check_training_rankings(X, n_items, space=None):
     return X, inferred if n_items is None else n_items
 
 
+# NumPy's words for an array beyond the address space (see sized_by)
+_TOO_BIG = ("array is too big", "Maximum allowed dimension exceeded")
+
+
 @contextlib.contextmanager
 def sized_by(name, value):
     """Name the argument when NumPy cannot allocate the arrays it sizes.
 
     NumPy refuses an array larger than the address space with a ValueError
-    ("array is too big") and one larger than the memory with a MemoryError;
-    neither says which argument asked for it. Inside this context both become
-    a ValueError naming ``name`` and its ``value``.
+    ("array is too big", or "Maximum allowed dimension exceeded" for a
+    dimension past 2**63 - 1) and one larger than the memory with a
+    MemoryError; neither says which argument asked for it. Inside this context
+    they become a ValueError naming ``name`` and its ``value``.
     """
     try:
         yield
@@ -265,7 +270,7 @@ def sized_by(name, value):
             f"{name}={value!r} asks for more memory than is available."
         ) from None
     except ValueError as error:
-        if "array is too big" not in str(error):
+        if not any(words in str(error) for words in _TOO_BIG):
             raise
         raise ValueError(
             f"{name}={value!r} asks for an array larger than NumPy can allocate."

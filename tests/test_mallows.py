@@ -219,6 +219,13 @@ def test_mixture_is_reproducible():
         (dict(n_clusters=2**60, n_per_cluster=1), "n_clusters=.* asks for"),
         (dict(n_items=2**60, t=3), "n_items=.* asks for"),
         (dict(n_per_cluster=2**58, n_clusters=2), "n_per_cluster=.* asks for"),
+        (dict(n_clusters=2**63, n_per_cluster=1), "n_clusters=.* asks for"),
+        # sizes whose int64 sum wraps round to 5 (np.repeat wrote past the 5
+        # rows allocated): counted exactly
+        (
+            dict(n_per_cluster=[2**62] * 4 + [5], n_clusters=5),
+            "asks for 18,446,744,073,709,551,621 rankings",
+        ),
     ],
 )
 def test_mixture_arguments_are_checked(kwargs, match):

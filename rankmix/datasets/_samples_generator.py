@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from .. import _kernels, mallows
 from .._rng import as_bit_generator
 from .._sklearn_compat import Interval, validate_params
-from .._validation import check_theta, sized_by
+from .._validation import INTP_MAX, check_theta, sized_by
 
 # The four synthetic data sets of Meila & Chen (2010), Section 6: n = 20 items,
 # 10 clusters of 500 rankings, theta* constant or decreasing with the stage.
@@ -138,6 +138,18 @@ def make_mallows_mixture(
         )
     length_probs = _check_lengths(t, n_items)
     t_max = length_probs.shape[0]
+    # the number of rankings in Python integers: an int64 sum could wrap, and
+    # NumPy would then allocate (and np.repeat write past) too small an array
+    if np.ndim(n_per_cluster) == 0:
+        n_samples = int(n_per_cluster) * n_clusters
+    else:
+        n_samples = sum(int(size) for size in sizes)
+    if n_samples * t_max > INTP_MAX // 8:
+        raise ValueError(
+            f"n_per_cluster={n_per_cluster!r} asks for {n_samples:,} rankings "
+            f"of {t_max} places in {n_clusters} clusters, more than NumPy can "
+            "allocate."
+        )
     thetas = check_theta(theta, n_stages=t_max, n_centres=1)[0, :t_max]
 
     rng = check_random_state(random_state)
