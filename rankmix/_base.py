@@ -902,8 +902,9 @@ class BaseDPMixture(
             )
             return self._sample_components(labels, self._best_parameters, rng), labels
         kept = self._predictive_draws()
-        draw_of_sample = rng.randint(len(kept), size=n_samples)
-        counts = np.bincount(draw_of_sample, minlength=len(kept))
+        counts = np.bincount(
+            rng.randint(len(kept), size=n_samples), minlength=len(kept)
+        )
         samples, labels = [], []
         for i in np.flatnonzero(counts):
             d = kept[i]

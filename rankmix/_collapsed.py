@@ -132,8 +132,8 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         in block order as the sub-cluster chain builds its states (the collapsed
         chains' running updates agree with it to rounding); on Dask the workers
         sum the moments, and no row is fetched. One pass over the rows:
-        O(nnz(X) + K V) for counts, O(N d^2) for full covariances. ``source``:
-        ``_rebuild_source()``.
+        O(nnz(X) + K V) for counts (K V per block of ``ROW_BLOCK`` rows),
+        O(N d^2) for full covariances. ``source``: ``_rebuild_source()``.
         """
         family, rows = source
         parameters = self._draws[d]
@@ -147,9 +147,12 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
                     np.cumsum(np.bincount(labels, minlength=n_clusters))[:-1],
                 )
                 block = _subcluster_chain.ROW_BLOCK  # read here: tests may patch it
-                states = np.stack(
-                    [rows.blocked_state(rows_of, block) for rows_of in members]
-                )
+                states = None
+                for k, rows_of in enumerate(members):
+                    state = rows.blocked_state(rows_of, block)
+                    if states is None:  # one (K, width) array, filled row by row
+                        states = np.empty((n_clusters, len(state)))
+                    states[k] = state
         except FloatingPointError as error:
             raise self._numerical_failure(error) from error
         return self._whole_from_described(parameters, family.describe(states))
@@ -193,7 +196,6 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
             sequential_init=self.init == "sequential",
         )
 
-
     def _check_permutation_memory(self, n_points):
         """Refuse a permutation move whose O(N^2) tables would not fit in memory.
 
@@ -212,9 +214,10 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         raise ValueError(
             f"{what[0]} with the permutation move holds tables that grow with "
             f"the square of the number of points: {what[1] / 2**30:,.1f} GiB for "
-            f"these {n_points} points (weighted rows count each copy). It is "
-            f"meant for small data, at most {MAX_QUADRATIC_POINTS} points; use "
-            "permutation_dp='beta' with beam_tolerance > 0 (the defaults)."
+            f"{n_points:,} points (the rows of X, each repeated as often as its "
+            f"sample_weight says). It is meant for small data, at most "
+            f"{MAX_QUADRATIC_POINTS:,} points; use permutation_dp='beta' with "
+            "beam_tolerance > 0 (the defaults)."
         )
 
 

@@ -46,8 +46,10 @@ The VI is summed over the non-zero cells as
 table of :math:`\\log k`, ``k = 0..N``, so the pair loops call no ``log``; every
 term is non-negative and equal clusterings give exactly ``0.0``.
 
-The codes are stored as ``int32`` to halve the memory read per pair, which
-limits ``N`` to ``2**31 - 1`` points per draw.
+The codes are stored in the smallest of ``int8``, ``int16`` and ``int32`` that
+holds them (one byte a point for the estimators' draws of up to 128 clusters:
+the draws are the largest array of a fit at 10**6 points), which limits ``N``
+to ``2**31 - 1`` points per draw.
 
 The rows of pairs ``(s, t > s)`` are shared out over OpenMP threads (limited
 by ``OMP_NUM_THREADS`` or threadpoolctl), each with its own count buffers:
@@ -92,8 +94,7 @@ _MIN_LUT = 1 << 16
 
 # Codes are stored as int32 (half the memory traffic of intp in the pair loops),
 # or for the pairwise VI in the smallest of int8, int16 and int32 that holds
-# them: the draws of a fit at 10**6 points are its largest array, and the
-# engine's come as int8 up to 128 clusters.
+# them (module Notes).
 INT32_MAX = 2**31 - 1
 
 ctypedef fused code_t:
@@ -642,9 +643,9 @@ def pairwise_vi(labels, *, dense_limit=None):
     costs :math:`O(N)` (one pass over the points, plus the non-zero cells of the
     contingency table), :math:`O(M^2 N)` in all for :math:`M \\le S` distinct
     clusterings, with the GIL released. Memory is :math:`SN` codes of the
-    smallest integer type that holds the clusters (a byte each up to 128
-    clusters, as the estimators store their draws) plus a count buffer of at
-    most ``dense_limit`` cells; the pairs beyond it sort the points by their
+    smallest integer type that holds every row's cluster numbers, up to
+    min(N, largest label + 1) - 1 (a byte each for the estimators' draws of
+    up to 128 clusters) plus a count buffer of at most ``dense_limit`` cells; the pairs beyond it sort the points by their
     first cluster (counting sort, once per draw) and count the second cluster
     in :math:`O(N)` memory.
 

@@ -607,10 +607,11 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "only, so a ranking must be shorter than that."
             )
         # in batches of rankings whose extensions (by every item: n_items_
-        # rankings of t_max + 1 places each, their indices and densities) fit
+        # rankings one place longer than X's rows, their indices, densities and
+        # copies; about 16 n_items_ (width + 4) bytes a ranking) fit
         # scikit-learn's working_memory
         proba = np.empty((len(X), self.n_items_))
-        batch = rows_per_batch(8 * self.n_items_ * (X.shape[1] + 4))
+        batch = rows_per_batch(16 * self.n_items_ * (X.shape[1] + 4))
         for rows in gen_batches(len(X), batch):
             proba[rows] = self._next_proba(X[rows], lengths[rows])
         return proba

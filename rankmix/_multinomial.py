@@ -47,12 +47,13 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         ``dask.distributed`` cluster, the counts staying on the workers, with
         the draws of the same fit in process (user guide, "Scaling out").
     permutation_dp : {"beta", "exact"}, default="beta"
-        The permutation move after burn-in (see :class:`DPGaussianClustering`).
-        The move holds a cluster state per row, N (n_features + 5) doubles
-        (0.8 GB at N = 10,000 rows of 10,000 words).
+        The permutation move after burn-in (see :class:`DPGaussianClustering`;
+        "exact" is for at most 16,384 rows). The move holds a cluster state per
+        row, N (n_features + 5) doubles (0.8 GB at N = 10,000 rows of 10,000
+        words).
     beam_tolerance : float, default=1e-32
-        epsilon of the permutation move's beam (0, like "exact", is for at most
-        16,384 rows: see :class:`DPGaussianClustering`).
+        epsilon of the permutation move's beam (0 too is for at most 16,384
+        rows: see :class:`DPGaussianClustering`).
     n_split_merge : int, default=10
         Split-merge proposals per sweep, at most 10**6.
     alpha_prior : tuple (shape, rate), default=None

@@ -42,7 +42,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from libc.math cimport INFINITY, lgamma, log, rint
-from libc.stdint cimport INT32_MAX, int64_t
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy, memset
 
 from numpy.random cimport bitgen_t
@@ -375,7 +375,6 @@ cdef class MultinomialFamily(Family):
                     if s[k, S_COUNTS + v] != 0.0:
                         e += 1
                 indptr[k + 1] = e
-        index_dtype = np.int32 if max(V, e) <= INT32_MAX else np.intp
         indices_ = np.empty(e, dtype=np.intp)
         data_ = np.empty(e, dtype=np.int64)
         cdef intp_t[::1] indices = indices_
@@ -388,9 +387,8 @@ cdef class MultinomialFamily(Family):
                         indices[e] = v
                         data[e] = <int64_t> rint(s[k, S_COUNTS + v])
                         e += 1
-        return (sparse.csr_matrix(
-            (data_, indices_.astype(index_dtype), indptr_.astype(index_dtype)),
-            shape=(K, V)),)
+        # (scipy stores the indices as int32 where they fit)
+        return (sparse.csr_matrix((data_, indices_, indptr_), shape=(K, V)),)
 
     def _rebuild(self, double[::1] state, const intp_t[::1] members):
         return _rebuild(&self.context, &state[0], &members[0] if members.shape[0] else NULL,

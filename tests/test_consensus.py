@@ -123,25 +123,32 @@ def test_pairwise_vi_is_the_same_on_any_number_of_threads(dense_limit):
 
 
 @pytest.mark.parametrize(
-    "n_clusters, n_samples, dtype",
-    [(100, 500, np.int8), (500, 600, np.int16), (40000, 40001, np.int32)],
+    "n_clusters, n_samples, top_label, dtype",
+    [
+        (5, 500, 127, np.int8),  # at most 128 codes: one byte
+        (5, 500, 128, np.int16),
+        (200, 500, 199, np.int16),
+        (5, 40001, 40000, np.int32),  # codes up to min(N, top label + 1) - 1
+        (5, 500, 10**15, np.int8),  # labels past the look-up table: factorised
+    ],
 )
 def test_codes_take_the_smallest_dtype_and_give_the_same_vi(
-    n_clusters, n_samples, dtype
+    n_clusters, n_samples, top_label, dtype
 ):
     # pairwise_vi and vi_consensus code the draws in the smallest integer dtype
-    # that holds a row's clusters, min(N, largest label + 1): the int32 codes'
-    # matrix to the bit, on every counting path
+    # that holds min(N, largest label + 1) codes: the matrix of the int32 codes
+    # to the bit, on the small, dense and grouped counting paths (limits None,
+    # 10 and 0), from read-only codes too
     rng = np.random.RandomState(3)
-    labels = random_draws(rng, 4, n_samples, n_clusters)
-    labels[0, 0] = n_clusters - 1
+    labels = random_draws(rng, 4, n_samples, n_clusters).astype(np.int64)
+    labels[0, 0] = top_label
     codes, n_labels = _consensus._check_labels(labels, compact=True)
     wide, wide_n_labels = _consensus._check_labels(labels)
     assert codes.dtype == dtype and wide.dtype == np.int32
     assert_array_equal(codes, wide)
     assert_array_equal(n_labels, wide_n_labels)
-    for limit in LIMITS:
-        limit = _consensus.DENSE_LIMIT if limit is None else limit
+    codes.setflags(write=False)
+    for limit in (_consensus.DENSE_LIMIT, 10, 0):
         assert_array_equal(
             _consensus._pairwise_codes(codes, n_labels, limit),
             _consensus._pairwise_codes(wide, n_labels, limit),

@@ -304,8 +304,8 @@ def test_permutation_sampler_finds_blobs():
 @pytest.mark.parametrize(
     "params, match",
     [
-        (dict(permutation_dp="exact"), r"permutation_dp='exact'.* 2\.0 GiB"),
-        (dict(beam_tolerance=0.0), r"beam_tolerance=0 .* 1\.0 GiB"),
+        (dict(permutation_dp="exact"), r"'exact'.* 2\.0 GiB for 11,585 points"),
+        (dict(beam_tolerance=0.0), r"tolerance=0 .* 1\.0 GiB for 11,585 points"),
     ],
 )
 def test_quadratic_permutation_tables_are_refused_past_their_limit(
@@ -318,8 +318,12 @@ def test_quadratic_permutation_tables_are_refused_past_their_limit(
     X, _ = blobs(n_samples=11, centers=2, random_state=0)
     model = DPGaussianClustering(sampler="gibbs+permutation", n_iter=4, burn_in=2)
     model.set_params(**params).fit(X[:10])  # at the limit: runs
-    with pytest.raises(ValueError, match="grow with the square"):
+    with pytest.raises(ValueError, match="grow with the square.* 11 points"):
         model.fit(X)
+    # a row of weight w is w points of the chain
+    model.fit(X[:5], sample_weight=[2, 2, 2, 2, 2])
+    with pytest.raises(ValueError, match="grow with the square.* 12 points"):
+        model.fit(X[:6], sample_weight=[2, 2, 2, 2, 2, 2])
     monkeypatch.setattr(collapsed_module, "MAX_QUADRATIC_POINTS", 11584)
     with pytest.raises(ValueError, match=match):
         model.fit(np.repeat(X, [11585 - 10] + [1] * 10, axis=0))

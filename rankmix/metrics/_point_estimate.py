@@ -92,14 +92,14 @@ def minimize_expected_loss(
     sweep costs O(N K M) for K clusters and M distinct draws. Its memory is one
     count table of ``max_clusters`` x sum_m K_m int32 per thread (the runs
     share out over OpenMP threads, at most ``n_runs`` of them), K_m the
-    clusters of distinct draw m. A run places the points one at a time in a random order, each in
-    the cluster (or a new one) of least expected loss given those placed, then
-    moves single points while that lowers the loss, and dissolves whole
-    clusters (dealing their points anew) when that lowers it, as SALSO's
-    "zealous" updates do. The search is greedy: it reaches a local minimum,
-    which more runs make more likely to be the global one. At 2,000 rankings
-    and 100 draws (the gallery's sushi data) a run takes about 1 to 3 s on one
-    core (``benchmarks/bench_point_estimate.py``).
+    clusters of distinct draw m. A run places the points one at a time in a
+    random order, each in the cluster (or a new one) of least expected loss
+    given those placed, then moves single points while that lowers the loss,
+    and dissolves whole clusters (dealing their points anew) when that lowers
+    it, as SALSO's "zealous" updates do. The search is greedy: it reaches a
+    local minimum, which more runs make more likely to be the global one. At
+    2,000 rankings and 100 draws (the gallery's sushi data) a run takes about
+    1 to 3 s on one core (``benchmarks/bench_point_estimate.py``).
 
     Examples
     --------
