@@ -1,4 +1,4 @@
-"""MNIST with a fixed covariance: Figure 3(i) and 3(k)-(l) of Liang, Jordan & Taskar (2007).
+"""MNIST with a fixed covariance: Fig. 3(i) and 3(k)-(l) of Liang, Jordan & Taskar 2007.
 
 Figure 3(i) (burn-in). Liang et al. take 10,000 MNIST digits, normalise them,
 reduce them to 50 dimensions by PCA, fix the covariance of every cluster to 16 I
@@ -81,7 +81,8 @@ PAPER_MIXING = (
 def mnist_features(path, n_samples, n_components, seed):
     """n_samples training digits at random, pixels standardised, PCA."""
     digits = load_mnist(path, subset="train", scale=True)
-    rows = np.random.default_rng(seed).choice(len(digits.data), n_samples, replace=False)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(digits.data), n_samples, replace=False)
     X = digits.data[rows]
     spread = X.std(axis=0)
     X = (X - X.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
@@ -137,14 +138,16 @@ def burn_in_table(args):
             final = np.median([lj[-1] - best for _, lj, _ in runs[sampler]])
             k = np.median([k for _, _, k in runs[sampler]])
             sweeps = np.median([len(times) - 1 for times, _, _ in runs[sampler]])
-            print(f"  {sampler:<31}" + "".join(f"{g:10.1f}" for g in np.median(gaps, axis=0))
+            medians = np.median(gaps, axis=0)
+            print(f"  {sampler:<31}" + "".join(f"{g:10.1f}" for g in medians)
                   + f"{final:10.1f}{k:5.0f}{sweeps:8.0f}", flush=True)
     print("Columns: median over seeds of log p(c, X) minus the best value any run "
           "from that start reached (0 = the best), by each time and at the end.\n")
 
 
 def autocorrelation(x, lag):
-    """Liang et al.'s footnote 7: sum (x_i - mu)(x_{i+lag} - mu) / ((n - lag - 1) var)."""
+    """Liang et al.'s footnote 7:
+    sum (x_i - mu)(x_{i+lag} - mu) / ((n - lag - 1) var)."""
     x = np.asarray(x, dtype=np.float64)
     centred = x - x.mean()
     variance = centred.var()
@@ -154,14 +157,17 @@ def autocorrelation(x, lag):
 
 
 def run_mixing(X, sampler, seed, burn_in, sweeps, covariance):
-    """K and the largest cluster's size after each of ``sweeps`` sweeps after burn-in."""
+    """K and the largest cluster's size after each of ``sweeps`` sweeps past
+    burn-in."""
     # after burn-in the permutation move draws pi uniformly given C and its beam
     # proposal is accepted by the exact ratio: a valid MCMC step, and O(N) where
     # permutation_dp="exact" costs O(N^3) per move
-    factory, _ = chain_factory(estimator(sampler, "sequential", seed, covariance, burn_in), X)
+    model = estimator(sampler, "sequential", seed, covariance, burn_in)
+    factory, _ = chain_factory(model, X)
     chain = factory(np.random.PCG64(seed))
     chain.sweep(burn_in)
-    n_clusters, largest = np.empty(sweeps, dtype=np.intp), np.empty(sweeps, dtype=np.intp)
+    n_clusters = np.empty(sweeps, dtype=np.intp)
+    largest = np.empty(sweeps, dtype=np.intp)
     began = time.perf_counter()
     for sweep in range(sweeps):
         chain.sweep()

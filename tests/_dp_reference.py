@@ -494,7 +494,8 @@ def n_clusters_distribution(posterior):
 
 
 def empirical_partition_distribution(label_samples):
-    """``{canonical label tuple: frequency}`` of sampled clusterings (rows of labels)."""
+    """``{canonical label tuple: frequency}`` of sampled clusterings (rows of
+    labels)."""
     counts = {}
     for row in np.asarray(label_samples):
         key = canonical_labels(row)

@@ -56,7 +56,8 @@ written out in `student_t_logpdf` (same parametrisation as
 
 DP prior over clusterings (Chinese restaurant process, Antoniak 1974)::
 
-    P(c | alpha) = alpha^K prod_k (|C_k| - 1)! / (alpha (alpha + 1) ... (alpha + N - 1)).
+    P(c | alpha) = alpha^K prod_k (|C_k| - 1)!
+                   / (alpha (alpha + 1) ... (alpha + N - 1)).
 
 Exact posterior: ``P(c | X) ∝ P(c | alpha) prod_k p(X_{C_k})`` over the Bell(N)
 set partitions. Clusterings are canonical label tuples (restricted growth
@@ -187,7 +188,8 @@ def _as_data(X_C, d=None):
 
 
 def _as_points(x, d):
-    """Return ``(points (M, d), single)``; ``x`` is ``(d,)``, ``(M, d)`` or a scalar if d == 1."""
+    """Return ``(points (M, d), single)``; ``x`` is ``(d,)``, ``(M, d)`` or a
+    scalar if d == 1."""
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0:
         if d != 1:
@@ -253,7 +255,8 @@ def _log_ascending_factorial(alpha, N):
 
 
 def niw_posterior(X_C, m0, kappa0, nu0, Psi0):
-    """NIW posterior parameters ``(m_n, kappa_n, nu_n, Psi_n)`` after the points ``X_C``.
+    """NIW posterior parameters ``(m_n, kappa_n, nu_n, Psi_n)`` after the points
+    ``X_C``.
 
     ``X_C`` is ``(n, d)`` (``n = 0`` gives the prior back). Batch formulas of the
     module docstring.
@@ -353,7 +356,8 @@ def _point_dim(x):
 
 
 def student_t_logpdf(pts, loc, shape, df):
-    """Multivariate Student-t log density at the rows of ``pts`` (``(M, d)`` -> ``(M,)``).
+    """Multivariate Student-t log density at the rows of ``pts`` (``(M, d)`` ->
+    ``(M,)``).
 
     ``log Gamma((df+d)/2) - log Gamma(df/2) - d/2 log(df pi) - 1/2 log|shape|
     - (df+d)/2 log(1 + (x-loc)^T shape^{-1} (x-loc) / df)``; the same
@@ -412,7 +416,8 @@ def log_posterior_predictive(x, X_C, covariance_type, m0, kappa0, nu0, psi0):
 
 
 def log_prior_predictive(x, covariance_type, m0, kappa0, nu0, psi0):
-    """``log p(x)`` under the base measure: the density of a point opening a new cluster.
+    """``log p(x)`` under the base measure: the density of a point opening a new
+    cluster.
 
     Same as `log_posterior_predictive` with an empty cluster.
     """
@@ -456,7 +461,8 @@ def blocks(partition):
 
 
 def partition_log_weights(N, log_marginal_fn, alpha):
-    """``(partitions, log P(c | alpha) + sum_k log p(X_{C_k}))`` for all Bell(N) partitions."""
+    """``(partitions, log P(c | alpha) + sum_k log p(X_{C_k}))`` for all Bell(N)
+    partitions."""
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha}")
     parts = set_partitions(N)
@@ -596,7 +602,8 @@ def exact_joint_posterior_with_alpha(X, a, b, covariance_type, m0, kappa0, nu0, 
 
 
 def alpha_posterior_pdf(alpha, X, a, b, covariance_type, m0, kappa0, nu0, psi0):
-    """Density ``p(alpha | X)`` (array for array ``alpha``), ``alpha ~ Gamma(a, rate b)``.
+    """Density ``p(alpha | X)`` (array for array ``alpha``), ``alpha ~ Gamma(a,
+    rate b)``.
 
     ``p(alpha | X) = sum_K P(K | X) Gamma(alpha; a, b) alpha^K / AF(alpha, N)
     / W(K)`` with ``P(K | X)`` from `exact_joint_posterior_with_alpha`.
@@ -662,7 +669,8 @@ def is_consistent(partition, order):
 
 
 def consistent_clusterings(order):
-    """All clusterings consistent with ``order`` (canonical label tuples over point indices).
+    """All clusterings consistent with ``order`` (canonical label tuples over
+    point indices).
 
     Brute force: one clustering per subset of the ``N - 1`` gaps between
     consecutive positions of ``order`` (a chosen gap starts a new cluster), so

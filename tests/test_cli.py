@@ -15,8 +15,8 @@ import pytest
 import rankmix
 from rankmix import DPMallowsClustering
 from rankmix._cli import _format_cluster, _prog_name, main
-from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
 from rankmix._cli_read import parse_delimiter, read_rankings, read_text_rankings
+from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
 
 FAST = ["--n-iter", "10", "--burn-in", "5", "--chains", "1", "--seed", "0"]
 # For the large PrefLib files: read every ballot, fit a few of them.

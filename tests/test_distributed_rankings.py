@@ -168,7 +168,8 @@ def test_dask_mallows_fit_draws_what_an_in_process_fit_draws(dask_client):
         there = DPMallowsClustering(**params).fit(da.from_array(X, chunks=(64, 5)))
     assert_array_equal(here.label_samples_, there.label_samples_)
     assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
-    assert (here.n_items_, here.n_features_in_) == (there.n_items_, there.n_features_in_)
+    assert here.n_items_ == there.n_items_
+    assert here.n_features_in_ == there.n_features_in_
     assert_array_equal(here.predict(X), there.predict(X))
     assert_array_equal(here.score_samples(X), there.score_samples(X))
     assert adjusted_rand_score(y, there.labels_) > 0.8  # 0.90 measured
@@ -190,5 +191,6 @@ def test_dask_mallows_fit_refuses_what_it_cannot_do(monkeypatch):
     with pytest.raises(ValueError, match="warm_start"):
         DPMallowsClustering(sampler="subcluster", warm_start=True).fit(X)
     first = int(np.argmax((two_groups() == 7).any(axis=1)))
-    with pytest.raises(ValueError, match=f"Row {first} of X holds item 7, but n_items=7"):
+    message = f"Row {first} of X holds item 7, but n_items=7"
+    with pytest.raises(ValueError, match=message):
         DPMallowsClustering(sampler="subcluster", n_items=7).fit(X)

@@ -211,7 +211,9 @@ def test_predictive_integrates_to_one_in_2d(covariance_type):
 
     def radial(t):
         direction = np.array([np.cos(t), np.sin(t)])
-        f = lambda r: r * np.exp(model.log_predictive(state, mean + r * direction)[0])
+        def f(r):
+            return r * np.exp(model.log_predictive(state, mean + r * direction)[0])
+
         return integrate.quad(f, 0, np.inf)[0]
 
     total, _ = integrate.quad(radial, 0, 2 * np.pi, epsabs=1e-10)

@@ -91,7 +91,8 @@ def _invgamma_logpdf(s2, shape, scale):
 
 
 def dblquad_log_marginal(x, m0, kappa0, nu0, psi0):
-    """``log int int prod_i N(x_i; mu, s2) N(mu; m0, s2/kappa0) InvGamma(s2; nu0/2, psi0/2)``.
+    """``log int int prod_i N(x_i; mu, s2) N(mu; m0, s2/kappa0)
+    InvGamma(s2; nu0/2, psi0/2)``.
 
     d = 1 only. Outer variable ``t = log s2`` (Jacobian ``s2``), inner ``mu``;
     the windows are generous (centred with elementary data summaries) and the
@@ -157,7 +158,8 @@ def test_elementary_densities_match_scipy():
 
 
 def test_invwishart_1d_is_invgamma():
-    """The diag model's per-dimension prior: InvWishart_1(df, psi) = InvGamma(df/2, psi/2)."""
+    """The diag model's per-dimension prior: InvWishart_1(df, psi) =
+    InvGamma(df/2, psi/2)."""
     for nu0, psi in [(3.0, 1.0), (0.7, 2.5), (5.5, 0.3)]:
         s2 = np.array([0.05, 0.4, 1.0, 3.7])
         iw = [stats.invwishart(df=nu0, scale=psi).logpdf(v) for v in s2]
@@ -588,7 +590,8 @@ def test_sum_over_orders_is_evidence(covariance_type):
 
 
 def test_bruteforce_matches_paper_dynamic_programs():
-    """The Section 3.1 recursion for g(r, K) and Eq. 6 for g'(r) reproduce the enumeration."""
+    """The Section 3.1 recursion for g(r, K) and Eq. 6 for g'(r) reproduce the
+    enumeration."""
     N, alpha, beta = 5, 0.8, 2.3
     lm = _lmfn(N)
     for order in [(0, 1, 2, 3, 4), (3, 0, 4, 2, 1)]:

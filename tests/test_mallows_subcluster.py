@@ -11,8 +11,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
-from rankmix.datasets import make_mallows_mixture
 from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE, _chain_from_beta_gibbs_start
+from rankmix.datasets import make_mallows_mixture
 
 from . import _dp_reference as dpref
 from ._threads import fit_on_threads
