@@ -762,11 +762,14 @@ class BaseDPMixture(
         return self._log_predictive(self._check_new_data(X))
 
     def _log_predictive(self, X):
-        """`score_samples` of validated rows, in batches of rows whose
-        (n_draws, batch) table of per-draw densities fits scikit-learn's
-        ``working_memory``."""
-        n_rows, n_draws = X.shape[0], len(self._predictive_draws())
-        batch = rows_per_batch(8 * n_draws)
+        """`score_samples` of validated rows, in batches of rows whose work fits
+        scikit-learn's ``working_memory``: the (n_draws, batch) table of
+        per-draw densities, and each draw's (batch, K) densities of the rows
+        in its clusters with their temporaries (about four such tables)."""
+        draws = self._predictive_draws()
+        n_rows, n_draws = X.shape[0], len(draws)
+        n_clusters = max(len(self._draws[d][-1]) for d in draws)
+        batch = rows_per_batch(8 * (n_draws + 4 * (n_clusters + 1)))
         out = np.empty(n_rows)
         for rows in gen_batches(n_rows, batch):
             per_draw = self._log_predictive_per_draw(X[rows])
