@@ -315,37 +315,63 @@ def _as_float(number):
 
 
 def check_sparse_structure(X):
-    """Raise a ValueError if the compressed sparse matrix X is malformed.
+    """Raise a ValueError if the sparse matrix X is malformed.
 
-    SciPy builds a CSR, CSC or BSR matrix from (data, indices, indptr) without
+    SciPy builds a CSR, CSC or BSR matrix from (data, indices, indptr), and
+    lets a COO or LIL matrix's index arrays be changed in place, without
     checking that the indices lie inside its shape or that indptr never
     decreases; compiled code (SciPy's own conversions and indexing among it)
     would then read and write out of bounds. The arrays are only read here:
-    SciPy's ``check_format`` would rewrite the caller's. Other inputs pass.
+    SciPy's ``check_format`` would rewrite the caller's. A LIL matrix is
+    checked through its CSR copy (SciPy's conversion only copies its lists);
+    DOK and DIA matrices, whose conversions check or mask their indices, and
+    other inputs pass.
     """
-    if not sparse.issparse(X) or X.format not in ("csr", "csc", "bsr"):
+    if not sparse.issparse(X):
         return
+    if X.format == "coo":
+        fault = _coo_fault(X)
+    elif X.format in ("csr", "csc", "bsr"):
+        fault = _compressed_fault(X)
+    elif X.format == "lil":
+        fault = _compressed_fault(X.tocsr())
+    else:
+        return
+    if fault is not None:
+        raise ValueError(
+            f"X is a malformed {X.format.upper()} sparse matrix: {fault} (SciPy "
+            "does not check this when its index arrays are given or changed)."
+        )
+
+
+def _compressed_fault(X):
+    """What is wrong with the CSR, CSC or BSR matrix X's arrays, or None."""
     block_rows, block_columns = X.blocksize if X.format == "bsr" else (1, 1)
     rows, columns = X.shape[0] // block_rows, X.shape[1] // block_columns
     major, minor = (columns, rows) if X.format == "csc" else (rows, columns)
     indptr, indices = np.asarray(X.indptr), np.asarray(X.indices)
-    fault = None
     if indptr.ndim != 1 or indices.ndim != 1 or len(indptr) != major + 1:
-        fault = f"indptr must have shape ({major + 1},), got {indptr.shape}"
-    elif indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-        fault = "indptr must start at 0 and never decrease"
-    elif indptr[-1] > min(len(indices), len(X.data)):
-        fault = f"indptr ends at {indptr[-1]}, past the {len(indices)} indices"
-    else:
-        used = indices[: indptr[-1]]
-        if used.size and not (0 <= used.min() and used.max() < minor):
-            fault = f"its indices must lie in [0, {minor})"
-    if fault is not None:
-        raise ValueError(
-            f"X is a malformed {X.format.upper()} sparse matrix: {fault} (SciPy "
-            "does not check this when it builds one from data, indices and "
-            "indptr)."
-        )
+        return f"indptr must have shape ({major + 1},), got {indptr.shape}"
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        return "indptr must start at 0 and never decrease"
+    if indptr[-1] > min(len(indices), len(X.data)):
+        return f"indptr ends at {indptr[-1]}, past the {len(indices)} indices"
+    used = indices[: indptr[-1]]
+    if used.size and not (0 <= used.min() and used.max() < minor):
+        return f"its indices must lie in [0, {minor})"
+    return None
+
+
+def _coo_fault(X):
+    """What is wrong with the COO matrix X's row and col arrays, or None."""
+    data = np.asarray(X.data)
+    for name, index, size in (("row", X.row, X.shape[0]), ("col", X.col, X.shape[1])):
+        index = np.asarray(index)
+        if index.ndim != 1 or len(index) != len(data):
+            return f"{name} must have the shape of data, {data.shape}"
+        if index.size and not (0 <= index.min() and index.max() < size):
+            return f"its {name} indices must lie in [0, {size})"
+    return None
 
 
 def validate_numbers(estimator, X, expected, **params):

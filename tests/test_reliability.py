@@ -72,6 +72,21 @@ def malformed_csr(column):
     )
 
 
+def malformed_coo(axis, index):
+    """The counts of ``COUNTS`` as a COO matrix whose first entry's row (axis 0)
+    or column (axis 1) was set to ``index`` in place, which SciPy allows."""
+    matrix = sparse.coo_matrix(COUNTS)
+    (matrix.row if axis == 0 else matrix.col)[0] = index
+    return matrix
+
+
+def malformed_lil(column):
+    """``COUNTS`` as a LIL matrix whose first entry was moved to ``column``."""
+    matrix = sparse.lil_matrix(COUNTS)
+    matrix.rows[0][0] = column
+    return matrix
+
+
 # (call, exception type, regex the message must match), labelled by defect.
 BAD_INPUT = {
     # 1 and 8: theta errors name theta, not item ids
@@ -445,6 +460,39 @@ BAD_INPUT = {
         ),
         ValueError,
         "malformed CSC sparse matrix: its indices must lie in \\[0, 2\\)",
+    ),
+    # a third audit (2026-11-28): COO and LIL matrices whose index arrays were
+    # changed in place reached SciPy's conversion (a segfault for a row past
+    # the shape) and the compiled counts (out of bounds reads, or a wrong score
+    # for a column just past the shape)
+    **{
+        f"fuzz-malformed-coo-{what}-axis{axis}-{index}": (
+            lambda what=what, axis=axis, index=index: (
+                DPMultinomialClustering(**SHORT).fit(malformed_coo(axis, index))
+                if what == "fit"
+                else DPMultinomialClustering(**SHORT)
+                .fit(COUNTS)
+                .score_samples(malformed_coo(axis, index))
+            ),
+            ValueError,
+            "X is a malformed COO sparse matrix: its "
+            + ("row" if axis == 0 else "col")
+            + " indices must lie in \\[0, "
+            + str(np.shape(COUNTS)[axis])
+            + "\\)",
+        )
+        for what in ("fit", "score")
+        for axis, index in ((0, 10**6), (1, 10**8), (1, np.shape(COUNTS)[1]))
+    },
+    "fuzz-malformed-lil-fit": (
+        lambda: DPMultinomialClustering(**SHORT).fit(malformed_lil(10**8)),
+        ValueError,
+        "X is a malformed LIL sparse matrix: its indices must lie in \\[0, 3\\)",
+    ),
+    "fuzz-malformed-lil-scores": (
+        lambda: ScoresToRankings().fit_transform(malformed_lil(10**8).astype(float)),
+        ValueError,
+        "X is a malformed LIL sparse matrix",
     ),
     "fuzz-malformed-csr-scores": (
         lambda: ScoresToRankings().fit_transform(malformed_csr(10**7)),
