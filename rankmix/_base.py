@@ -34,6 +34,11 @@ from .metrics import coclustering_matrix
 MAX_ALPHA = 1e300
 
 
+# The most chains a fit runs: each gets its own generator and kept draws up
+# front, and 2**62 chains spawned generators until the memory ran out.
+MAX_CHAINS = 10**5
+
+
 def rows_per_batch(row_bytes):
     """How many rows of ``row_bytes`` bytes of work each fit in scikit-learn's
     ``working_memory`` (at least one)."""
@@ -137,7 +142,7 @@ class BaseDPMixture(
         "n_iter": [Interval(Integral, 1, INTP_MAX, closed="both")],
         "burn_in": [Interval(Integral, 0, INTP_MAX, closed="both")],
         "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, INTP_MAX, closed="both")],
+        "n_chains": [Interval(Integral, 1, MAX_CHAINS, closed="both")],
         "n_jobs": [Interval(Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -405,7 +410,8 @@ class BaseDPMixture(
         counts = check_count_weights(sample_weight, X)
         X_given, space = X, None
         if counts is not None:
-            X = repeat_rows(X, counts)
+            with sized_by("sum(sample_weight)", int(counts.sum())):
+                X = repeat_rows(X, counts)
             if not counts.all():  # rows of weight 0: in the data space, not the fit
                 space = take_rows(X_given, np.flatnonzero(counts == 0))
         previous = self._continued_posterior(X_given, X, counts)

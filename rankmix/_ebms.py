@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _ebms_kernels, _kernels
 from ._base import INTP_MAX
+from ._mallows import _check_chain_memory
 from ._sklearn_compat import Interval, _fit_context
 from ._validation import check_query_rankings, check_training_rankings
 from ._warnings import warn
@@ -43,7 +44,8 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         Number of items n; item ids are 0 to n - 1. None takes the largest item
         id of the training data + 1 (and warns if item 0 is in no ranking); pass
         it when held-out rankings may hold ids the training data miss
-        (cross-validation).
+        (cross-validation). At most 16,384: each blurring step holds an
+        n x n float64 matrix (2 GiB there).
 
     Attributes
     ----------
@@ -201,6 +203,9 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
             The fitted estimator.
         """
         X, n_items = check_training_rankings(X, self.n_items)
+        _check_chain_memory(
+            n_items, self.n_items is None, type(self).__name__, "each blurring step"
+        )
         points, owner = np.unique(X, axis=0, return_inverse=True)
         owner = owner.ravel()
         counts = np.bincount(owner).astype(np.float64)

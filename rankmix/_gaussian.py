@@ -170,7 +170,7 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     thin : int, default=2
         Keep one draw every ``thin`` sweeps after burn-in.
     n_chains : int, default=2
-        Independent chains; their draws are pooled.
+        Independent chains, at most 10**5; their draws are pooled.
     n_jobs : int, default=None
         Chains run at once, in threads (the sweeps release the GIL). None means
         as many as the cores OpenMP may use (``OMP_NUM_THREADS`` or threadpoolctl

@@ -189,9 +189,10 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         check_is_fitted(self)
         check_parameters(self)  # the bandwidth is read here, not at fit
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
-        return _kde_kernels.log_density(
-            X, self.rankings_, self.n_items_, float(self.bandwidth)
-        )
+        with sized_by("n_items", self.n_items_):  # work vectors of n_items
+            return _kde_kernels.log_density(
+                X, self.rankings_, self.n_items_, float(self.bandwidth)
+            )
 
     def score(self, X, y=None):
         """Total log-likelihood of the rankings (higher is better).
@@ -256,7 +257,8 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         for rows in gen_batches(n_samples, batch):
             n_rows = rows.stop - rows.start
             picked = self.rankings_[rng.randint(len(self.rankings_), size=n_rows)]
-            sigmas = _uniform_completions(picked, self.n_items_, rng)
+            with sized_by("n_items", self.n_items_):  # n_items keys a draw
+                sigmas = _uniform_completions(picked, self.n_items_, rng)
             codes = _sample_codes(theta, self.n_items_, n_rows, rng)
             out[rows] = _kernels.rankings_from_codes_rows(codes, sigmas)
         return out

@@ -197,7 +197,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     thin : int, default=2
         Keep one draw every ``thin`` sweeps after burn-in.
     n_chains : int, default=2
-        Independent chains; their draws are pooled.
+        Independent chains, at most 10**5; their draws are pooled.
     n_jobs : int, default=None
         Chains run at once, in threads (the sweeps release the GIL). None means
         as many as the cores OpenMP may use (``OMP_NUM_THREADS`` or threadpoolctl
@@ -885,16 +885,19 @@ MAX_PRIOR_STRENGTH = 1e12
 MIN_PRIOR_RATE = 1e-300
 
 
-def _check_chain_memory(n_items, inferred):
-    """Refuse an ``n_items`` whose per-chain work arrays would not fit in memory."""
+def _check_chain_memory(
+    n_items, inferred, estimator="DPMallowsClustering", holder="each chain"
+):
+    """Refuse an ``n_items`` whose n_items x n_items work matrices (one for
+    ``holder``) would not fit in memory."""
     if n_items <= MAX_CHAIN_ITEMS:
         return
     gib = 8 * n_items**2 / 2**30
     message = (
-        f"n_items={n_items} is too large for DPMallowsClustering: each chain "
-        f"allocates an n_items x n_items float64 work matrix, {gib:,.1f} GiB "
-        f"here. At most {MAX_CHAIN_ITEMS} items are supported "
-        f"({8 * MAX_CHAIN_ITEMS**2 // 2**30} GiB per chain)."
+        f"n_items={n_items} is too large for {estimator}: {holder} allocates "
+        f"an n_items x n_items float64 work matrix, {gib:,.1f} GiB here. At "
+        f"most {MAX_CHAIN_ITEMS} items are supported "
+        f"({8 * MAX_CHAIN_ITEMS**2 // 2**30} GiB for {holder})."
     )
     if inferred:
         message += (

@@ -13,7 +13,7 @@ from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import float_sums, is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
-from ._validation import real_parameter, validate_numbers
+from ._validation import real_parameter, sized_by, validate_numbers
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
 
@@ -69,7 +69,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     thin : int, default=2
         Keep one draw every ``thin`` sweeps after burn-in.
     n_chains : int, default=2
-        Independent chains; their draws are pooled.
+        Independent chains, at most 10**5; their draws are pooled.
     n_jobs : int, default=None
         Chains run at once, in threads (the sweeps release the GIL). None means
         as many as the cores OpenMP may use (``OMP_NUM_THREADS`` or threadpoolctl
@@ -272,11 +272,13 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         else:
             X = self._validate_counts(X, reset=True)
             totals = np.asarray(X.sum(axis=1), dtype=np.intp).ravel()
-            column_totals = np.asarray(X.sum(axis=0), dtype=np.intp).ravel()
+            with sized_by("n_features", X.shape[1]):  # (V,) totals, the prior's
+                column_totals = np.asarray(X.sum(axis=0), dtype=np.intp).ravel()
         prior = real_parameter(self.dirichlet_prior, "dirichlet_prior")
         V = X.shape[1]
         if prior.ndim == 0:
-            prior = np.full(V, float(prior))
+            with sized_by("n_features", V):
+                prior = np.full(V, float(prior))
         if prior.shape != (V,) or not np.all(np.isfinite(prior) & (prior > 0)):
             raise ValueError(
                 f"dirichlet_prior must be a positive number or a positive vector of "

@@ -272,7 +272,8 @@ def top_k_probabilities(sigma, theta, k):
     block = max(1, 2**20 // (n_items * (k + 1)))
     for start in range(0, n_centres, block):
         stop = min(start + block, n_centres)
-        by_rank = _top_k_by_rank(thetas[start:stop], n_items, k)
+        with sized_by("k", k):  # a band of n_items x (k + 1) a centre at least
+            by_rank = _top_k_by_rank(thetas[start:stop], n_items, k)
         np.put_along_axis(out[start:stop], sigmas[start:stop], by_rank, axis=1)
     return out[0] if single else out
 

@@ -50,6 +50,15 @@ def test_expected_loss_is_the_mean_loss_to_the_draws(loss):
             rtol=1e-12,
             atol=1e-12,
         )
+    # many clusters: the contingency tables (300 x about 150 cells, more than
+    # 4 N + 1024) are counted by their occupied cells only
+    draws = _random_draws(rng, 5, 300, 150)
+    for labels in (np.arange(300), draws[1]):
+        assert_allclose(
+            expected_loss(labels, draws, loss=loss),
+            _reference_loss(labels, draws, loss),
+            rtol=1e-12,
+        )
 
 
 @pytest.mark.parametrize("loss", ["vi", "binder"])
@@ -147,6 +156,19 @@ def test_bad_draws_are_refused():
         expected_loss([0, 1], [[0, 1, 1]])
     with pytest.raises(ValueError, match="loss must be one of"):
         expected_loss([0, 1], [[0, 1]], loss="l2")
+
+
+def test_a_count_table_past_its_limit_is_refused(monkeypatch):
+    # 20,000 near-singletons in 10 distinct draws asked 7.5 GiB a thread; here
+    # the limit is patched: 2 x (2 + 3) int32 = 40 bytes pass, 41 do not
+    from rankmix.metrics import _point_estimate
+
+    draws = [[0, 0, 1], [0, 1, 2]]
+    monkeypatch.setattr(_point_estimate, "MAX_TABLE_BYTES", 40)
+    minimize_expected_loss(draws, max_clusters=2, random_state=0)
+    monkeypatch.setattr(_point_estimate, "MAX_TABLE_BYTES", 39)
+    with pytest.raises(ValueError, match="max_clusters=2 x 5 .* int32 per thread"):
+        minimize_expected_loss(draws, max_clusters=2, random_state=0)
 
 
 def test_the_result_does_not_depend_on_the_number_of_threads():

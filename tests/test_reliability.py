@@ -25,6 +25,7 @@ from rankmix import (
     DPGaussianClustering,
     DPMallowsClustering,
     DPMultinomialClustering,
+    MallowsBlurringMeanShift,
     MallowsKernelDensity,
     mallows,
 )
@@ -484,6 +485,34 @@ BAD_INPUT = {
         for what in ("fit", "score")
         for axis, index in ((0, 10**6), (1, 10**8), (1, np.shape(COUNTS)[1]))
     },
+    # sizes no parameter bounded (the same audit): bare MemoryErrors, an N x N
+    # table for N singletons, and a hang spawning 2**62 chains
+    "fuzz-ebms-n_items-10**5": (
+        lambda: MallowsBlurringMeanShift().fit([[0, 99999], [1, 0]]),
+        ValueError,
+        "n_items=100000 is too large for MallowsBlurringMeanShift: each "
+        "blurring step",
+    ),
+    "fuzz-top-k-10**6": (
+        lambda: mallows.top_k_probabilities(np.arange(10**6), 1.0, k=10**6),
+        ValueError,
+        "k=1000000 asks for",
+    ),
+    "fuzz-n_chains-2**62": (
+        lambda: DPMallowsClustering(n_chains=2**62).fit(RANKINGS),
+        InvalidParameterError,
+        "'n_chains' parameter .* range \\[1, 100000\\]",
+    ),
+    "fuzz-multinomial-n_features-2**40": (
+        lambda: DPMultinomialClustering(**SHORT).fit(
+            sparse.csr_matrix(
+                (np.array([1, 2, 3]), np.array([0, 5, 7]), np.array([0, 1, 2, 3])),
+                shape=(3, 2**40),
+            )
+        ),
+        ValueError,
+        "n_features=1099511627776 asks for",
+    ),
     "fuzz-malformed-lil-fit": (
         lambda: DPMultinomialClustering(**SHORT).fit(malformed_lil(10**8)),
         ValueError,
@@ -724,6 +753,45 @@ def test_sample_refuses_non_counts(estimator, n_samples, error):
     model = estimator(**SHORT).fit(X)
     with pytest.raises(error, match="n_samples must be a positive integer"):
         model.sample(n_samples)
+
+
+def test_sample_weight_beyond_memory_names_its_sum(monkeypatch):
+    # rows repeated as sample_weight says: a sum near its 2**32 bound asked for
+    # 32 GiB in a bare MemoryError (the repeat made to fail here)
+    from rankmix import _base
+
+    def no_memory(X, counts):
+        raise MemoryError("Unable to allocate 32.0 GiB")
+
+    monkeypatch.setattr(_base, "repeat_rows", no_memory)
+    with pytest.raises(ValueError, match=r"sum\(sample_weight\)=4294967294 asks"):
+        DPGaussianClustering().fit(np.zeros((2, 2)), sample_weight=[2**31, 2**31 - 2])
+
+
+def test_kde_work_beyond_memory_names_n_items(monkeypatch):
+    # n_items up to 2**31 passes fit; score_samples and sample then hold
+    # n_items-long work (16 GiB there), which failed in a bare MemoryError (made
+    # to fail here: allocating it could succeed, and fill a large machine)
+    from rankmix import _kde, _kde_kernels
+
+    def no_memory(*args):
+        raise MemoryError("Unable to allocate 16.0 GiB")
+
+    kde = MallowsKernelDensity(n_items=2**31).fit([[0, 1]])
+    monkeypatch.setattr(_kde_kernels, "log_density", no_memory)
+    monkeypatch.setattr(_kde, "_uniform_completions", no_memory)
+    for call in (lambda: kde.score_samples([[0]]), lambda: kde.sample(1)):
+        with pytest.raises(ValueError, match="n_items=2147483648 asks for"):
+            call()
+
+
+def test_expected_loss_of_many_singletons_is_linear_in_memory():
+    # N singletons against one cluster: an N x N table before (74.5 GiB at
+    # N = 10**5), the occupied cells only now
+    n = 10**5
+    assert_allclose(
+        expected_loss(np.arange(n), [np.zeros(n, dtype=int)]), np.log(n), rtol=1e-12
+    )
 
 
 def test_chain_memory_limit_is_inclusive():

@@ -76,7 +76,8 @@ def minimize_expected_loss(
     ------
     ValueError
         If ``label_samples`` is not a 2-D array of non-negative integer labels
-        with at least one row, or if a parameter is out of its range.
+        with at least one row, if a parameter is out of its range, or if the
+        count table of a thread (see Notes) would pass 2 GiB.
 
     See Also
     --------
@@ -132,6 +133,7 @@ def minimize_expected_loss(
     elif n_runs == 0:
         raise ValueError("n_runs must be at least 1 when start is None.")
     first, inverse = _unique_draws(codes)
+    _check_table_size(min(max_clusters, n_samples), int(n_labels[first].sum()))
     weights = np.bincount(inverse).astype(np.float64) / codes.shape[0]
     rng = check_random_state(random_state)
     with sized_by("n_runs", n_runs):
@@ -203,9 +205,35 @@ def expected_loss(labels, label_samples, *, loss="vi"):
     own_part = g(np.bincount(own))
     total = 0.0
     for weight, draw in zip(weights, codes[first].astype(np.int64)):
-        joint = np.bincount(own * (draw.max() + 1) + draw)
+        cells = (own.max() + 1) * (draw.max() + 1)
+        keys = own * (draw.max() + 1) + draw
+        # the contingency table's cells, counted densely when the table is
+        # small, else only the cells that occur (N singletons against N would
+        # ask for an N x N table)
+        if cells <= 4 * n + 1024:
+            joint = np.bincount(keys)
+        else:
+            joint = np.unique(keys, return_counts=True)[1]
         total += weight * (own_part + g(np.bincount(draw)) - 2 * g(joint))
     return float(total / n if loss == "vi" else total)
+
+
+# The most bytes of one thread's count table in minimize_expected_loss.
+MAX_TABLE_BYTES = 2**31
+
+
+def _check_table_size(max_clusters, total_labels):
+    """Refuse a search whose per-thread count table, max_clusters x the distinct
+    draws' clusters summed, int32, would pass MAX_TABLE_BYTES."""
+    size = 4 * max_clusters * total_labels
+    if size > MAX_TABLE_BYTES:
+        raise ValueError(
+            f"minimize_expected_loss would hold a count table of max_clusters="
+            f"{max_clusters} x {total_labels} (the clusters of the distinct "
+            f"draws, summed) int32 per thread, {size / 2**30:,.1f} GiB; at most "
+            f"{MAX_TABLE_BYTES // 2**30} GiB. Pass a smaller max_clusters, or "
+            "fewer draws."
+        )
 
 
 def _check_count(value, name, *, low):
