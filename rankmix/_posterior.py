@@ -79,7 +79,7 @@ def stack_padded(arrays, fill):
     return out
 
 
-def cumulative_probability_consensus(orderings, n_items):
+def cumulative_probability_consensus(orderings, n_items, return_rank_cdf=True):
     """The cumulative-probability consensus of best-first orderings.
 
     Parameters
@@ -87,6 +87,9 @@ def cumulative_probability_consensus(orderings, n_items):
     orderings : ndarray of shape (n_draws, n_items)
         Full orderings, item ids best first (one central ranking per draw).
     n_items : int
+    return_rank_cdf : bool, default=True
+        Also return the (n_items, n_items) table of ranks; the consensus alone
+        takes O(n_items) memory.
 
     Returns
     -------
@@ -94,7 +97,7 @@ def cumulative_probability_consensus(orderings, n_items):
         Item ids, best first.
     rank_cdf : ndarray of shape (n_items, n_items)
         ``rank_cdf[i, j]``: the fraction of draws that rank item i at position
-        j or better (0-based).
+        j or better (0-based). Only with ``return_rank_cdf``.
 
     Notes
     -----
@@ -102,20 +105,24 @@ def cumulative_probability_consensus(orderings, n_items):
     (type = "CP")``: position 1 goes to the item most often ranked first; then
     position j goes to the item, among those not yet placed, with the largest
     probability of a position of j or better. Ties go to the smaller item id.
+    The counts of draws are compared, not their fractions: the same order and
+    ties, in integers.
     """
-    n_draws = len(orderings)
+    consensus = np.empty(n_items, dtype=np.intp)
+    placed = np.zeros(n_items, dtype=np.int64)  # draws with item i at <= j
+    free = np.ones(n_items, dtype=bool)
+    for j in range(n_items):
+        placed += np.bincount(orderings[:, j], minlength=n_items)
+        item = int(np.argmax(np.where(free, placed, -1)))
+        consensus[j] = item
+        free[item] = False
+    if not return_rank_cdf:
+        return consensus
     positions = np.broadcast_to(np.arange(n_items), orderings.shape)
     counts = np.bincount(
         (orderings * n_items + positions).ravel(), minlength=n_items * n_items
     ).reshape(n_items, n_items)
-    rank_cdf = np.cumsum(counts, axis=1) / n_draws
-    consensus = np.empty(n_items, dtype=np.intp)
-    free = np.ones(n_items, dtype=bool)
-    for j in range(n_items):
-        item = int(np.argmax(np.where(free, rank_cdf[:, j], -1.0)))
-        consensus[j] = item
-        free[item] = False
-    return consensus, rank_cdf
+    return consensus, np.cumsum(counts, axis=1) / len(orderings)
 
 
 class PosteriorSummaryMixin:

@@ -93,6 +93,18 @@ def test_cumulative_probability_consensus_against_loops(seed):
     np.testing.assert_allclose(cdf[:, -1], 1.0)  # every item is placed somewhere
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_consensus_alone_is_the_consensus_of_the_table(seed):
+    # the consensus without the n x n table (O(n) memory): the same items, ties
+    # included (few draws of many items tie often)
+    rng = np.random.default_rng(seed)
+    orderings = np.array([rng.permutation(40) for _ in range(3)])
+    alone = cumulative_probability_consensus(orderings, 40, return_rank_cdf=False)
+    consensus, _ = cumulative_probability_consensus(orderings, 40)
+    np.testing.assert_array_equal(alone, consensus)
+    np.testing.assert_array_equal(alone, _consensus_reference(orderings, 40)[0])
+
+
 def test_consensus_of_identical_draws_is_that_ordering():
     ordering = np.array([3, 0, 2, 1])
     consensus, _ = cumulative_probability_consensus(np.tile(ordering, (7, 1)), 4)
@@ -183,6 +195,8 @@ def test_consensus_recovers_the_centres(mallows_fit):
     consensus, rank_cdf = model.consensus_rankings()
     assert consensus.shape == (model.n_clusters_, model.n_items_)
     np.testing.assert_allclose(rank_cdf[:, :, -1], 1.0)
+    alone = model.consensus_rankings(return_rank_cdf=False)
+    np.testing.assert_array_equal(alone, consensus)
     for c, centre in enumerate(centres):
         j = np.bincount(model.labels_[y == c]).argmax()
         np.testing.assert_array_equal(consensus[j], centre)
