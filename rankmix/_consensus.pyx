@@ -198,8 +198,9 @@ def _check_labels(label_samples, name="label_samples", compact=False):
         # Huge label values: factorise them all first (codes < S * N).
         labels = np.unique(labels, return_inverse=True)[1].reshape(n_draws, n_samples)
         high = int(labels.max())
-    # a row has at most min(N, high + 1) clusters, coded from 0
-    dtype = _code_dtype(min(n_samples, high + 1) - 1) if compact else np.int32
+    # a row has at most min(N, high + 1) clusters, coded from 0 (N < 2**31:
+    # int32 at most)
+    dtype = _smallest_label_dtype(min(n_samples, high + 1) - 1) if compact else np.int32
     codes = np.empty((n_draws, n_samples), dtype=dtype)
     n_clusters = np.empty(n_draws, dtype=np.intp)
     # each row is coded here, then copied into codes (in place when int32)
@@ -234,12 +235,13 @@ def _check_labels(label_samples, name="label_samples", compact=False):
     return codes, n_clusters
 
 
-def _code_dtype(largest):
-    """The smallest of int8, int16 and int32 that holds 0..largest."""
-    for dtype in (np.int8, np.int16):
-        if largest <= np.iinfo(dtype).max:
-            return dtype
-    return np.int32
+def _smallest_label_dtype(max_label):
+    """The smallest signed integer dtype that holds ``0..max_label``: the dtype
+    of the engine's stored draws and of the compact codes."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if max_label <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
 
 
 def _unique_draws(codes):
@@ -645,9 +647,9 @@ def pairwise_vi(labels, *, dense_limit=None):
     clusterings, with the GIL released. Memory is :math:`SN` codes of the
     smallest integer type that holds every row's cluster numbers, up to
     min(N, largest label + 1) - 1 (a byte each for the estimators' draws of
-    up to 128 clusters) plus a count buffer of at most ``dense_limit`` cells; the pairs beyond it sort the points by their
-    first cluster (counting sort, once per draw) and count the second cluster
-    in :math:`O(N)` memory.
+    up to 128 clusters) plus a count buffer of at most ``dense_limit`` cells;
+    the pairs beyond it sort the points by their first cluster (counting sort,
+    once per draw) and count the second cluster in :math:`O(N)` memory.
 
     References
     ----------

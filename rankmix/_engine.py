@@ -45,7 +45,7 @@ try:  # an optional progress bar for verbose=1
 except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
     tqdm = None
 
-from ._consensus import vi_consensus
+from ._consensus import _smallest_label_dtype, vi_consensus
 from ._diagnostics import warn_if_chains_disagree
 from ._rng import spawn_bit_generators
 from ._subcluster_chain import openmp_threads
@@ -329,14 +329,6 @@ def _move_counts(chain):
             sum(found.get(key, 0) for key in keys) for keys in (proposed, accepted)
         )
     return counts
-
-
-def _smallest_label_dtype(max_label):
-    """The smallest signed integer dtype that holds ``0..max_label``."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if max_label <= np.iinfo(dtype).max:
-            return np.dtype(dtype)
-    return np.dtype(np.int64)
 
 
 def chains_at_once(n_jobs, n_chains):

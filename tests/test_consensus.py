@@ -10,8 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from threadpoolctl import threadpool_limits
 
 from rankmix import _consensus
-from rankmix._consensus import pairwise_vi, vi_consensus
-from rankmix._engine import _smallest_label_dtype
+from rankmix._consensus import _smallest_label_dtype, pairwise_vi, vi_consensus
 from rankmix.metrics import variation_of_information
 
 # dense_limit values that send every pair of the tests below through one path:
