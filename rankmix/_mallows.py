@@ -840,24 +840,17 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         matched, _ = self.match_clusters()
         draws = np.arange(len(matched))[:, None]
         sigmas = self.posterior_samples()["central_rankings"][draws, matched]
-        if not return_rank_cdf:
-            return np.stack(
-                [
-                    cumulative_probability_consensus(
-                        sigmas[:, j], self.n_items_, return_rank_cdf=False
-                    )
-                    for j in range(self.n_clusters_)
-                ]
-            )
-        with sized_by("n_items", self.n_items_):  # K n^2 probabilities
+        with sized_by("n_items", self.n_items_):  # rank_cdf: K n^2 probabilities
             pooled = [
-                cumulative_probability_consensus(sigmas[:, j], self.n_items_)
+                cumulative_probability_consensus(
+                    sigmas[:, j], self.n_items_, return_rank_cdf
+                )
                 for j in range(self.n_clusters_)
             ]
-            return (
-                np.stack([consensus for consensus, _ in pooled]),
-                np.stack([rank_cdf for _, rank_cdf in pooled]),
-            )
+            if not return_rank_cdf:
+                return np.stack(pooled)
+            consensus, rank_cdf = zip(*pooled)
+            return np.stack(consensus), np.stack(rank_cdf)
 
     def _sample_components(self, components, parameters, rng):
         sigmas, thetas, _, _ = parameters
