@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from . import __version__
+from ._base import MAX_CHAINS
 from ._cli_common import (
     SAMPLERS,
     InputError,
@@ -275,7 +276,7 @@ def _add_fit_parser(commands):
     )
     model.add_argument(
         "--chains",
-        type=_positive_int,
+        type=_n_chains,
         default=2,
         metavar="N",
         help="independent chains (default: %(default)s)",
@@ -363,6 +364,16 @@ def _positive_int(text):
     if not 1 <= value <= INTP_MAX:
         raise argparse.ArgumentTypeError(
             f"expected a positive integer below 2**63, got {text!r}"
+        )
+    return value
+
+
+def _n_chains(text):
+    """argparse type: a number of chains, an integer in [1, ``MAX_CHAINS``]."""
+    value = _parse(text, int, "an integer")
+    if not 1 <= value <= MAX_CHAINS:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer at most {MAX_CHAINS:,}, got {text!r}"
         )
     return value
 

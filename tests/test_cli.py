@@ -844,6 +844,17 @@ def test_console_script_name(rankings_file, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("usage: custom")
 
 
+@pytest.mark.parametrize("chains", ["0", "100001", str(2**62)])
+def test_chains_out_of_range_named_by_option(rankings_file, capsys, chains):
+    # the option's own name and bound, not the estimator's n_chains, and before
+    # any chain is built
+    code, _, err = run(["fit", str(rankings_file), "--chains", chains], capsys)
+    assert code == 2
+    expected = f"expected a positive integer at most 100,000, got '{chains}'"
+    assert f"argument --chains: {expected}" in err
+    assert "n_chains" not in err
+
+
 def test_version(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == rankmix.__version__
