@@ -8,7 +8,6 @@ from numbers import Integral, Real
 import joblib
 import numpy as np
 from scipy import sparse
-from scipy.special import logsumexp
 from sklearn import get_config
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils import check_random_state, gen_batches
@@ -43,6 +42,22 @@ def rows_per_batch(row_bytes):
     """How many rows of ``row_bytes`` bytes of work each fit in scikit-learn's
     ``working_memory`` (at least one)."""
     return max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
+
+
+def logsumexp_overwrite(a, axis):
+    """``log(sum(exp(a), axis))`` of a float array ``a``, which it overwrites.
+
+    scipy.special.logsumexp holds about five temporaries the size of ``a``
+    (SciPy 1.17); this holds none: ``a`` becomes ``exp(a - max)``, the max
+    along ``axis`` (0 where it is infinite, as scipy's). A slice of all -inf
+    gives -inf, one holding +inf gives +inf, one holding NaN gives NaN.
+    """
+    top = a.max(axis=axis, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    a -= top
+    np.exp(a, out=a)
+    with np.errstate(divide="ignore"):
+        return np.log(a.sum(axis=axis)) + np.squeeze(top, axis=axis)
 
 
 class SampledAlphaMixin:
@@ -198,6 +213,13 @@ class BaseDPMixture(
         responsibilities do not see: a model whose densities all underflow on
         a row may give there the values whose differences it can still tell."""
         return self._component_log_density(X, parameters)
+
+    def _density_row_bytes(self, X):
+        """Bytes of work per row of validated ``X`` that
+        `_component_log_density` holds besides its (n_samples, K) result
+        (which `score_samples` counts itself); a model whose work grows with
+        a row's content says so."""
+        return 0
 
     @abstractmethod
     def _new_cluster_log_density(self, X):
@@ -648,12 +670,17 @@ class BaseDPMixture(
 
     @staticmethod
     def _responsibilities(log_density, sizes):
-        """Rows' probabilities of each existing cluster of a draw."""
-        weighted = log_density + np.log(sizes)
+        """Rows' probabilities of each existing cluster of a draw; overwrites
+        ``log_density`` (n_samples, K) with them."""
+        weighted = log_density
+        weighted += np.log(sizes)
         # from the row's largest term: at magnitudes past 1e16, a + log 2 == a,
-        # and logsumexp of two equal terms would give each probability one
+        # and exp(a - logsumexp) of two equal terms would give each probability
+        # one, where exp(a - max) / sum gives each one half
         weighted -= weighted.max(axis=1, keepdims=True)
-        return np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
+        np.exp(weighted, out=weighted)
+        weighted /= weighted.sum(axis=1, keepdims=True)
+        return weighted
 
     def predict_proba(self, X, *, draws="all"):
         """Probability of each cluster of ``labels_`` for new samples.
@@ -770,16 +797,20 @@ class BaseDPMixture(
     def _log_predictive(self, X):
         """`score_samples` of validated rows, in batches of rows whose work fits
         scikit-learn's ``working_memory``: the (n_draws, batch) table of
-        per-draw densities, and each draw's (batch, K) densities of the rows
-        in its clusters with their temporaries (about four such tables)."""
+        per-draw densities, each draw's (batch, K) densities of the rows in its
+        clusters with an allowance for their temporaries (four such tables in
+        all; one is used), and the model's own work per row
+        (`_density_row_bytes`)."""
         draws = self._predictive_draws()
         n_rows, n_draws = X.shape[0], len(draws)
         n_clusters = max(len(self._draws[d][-1]) for d in draws)
-        batch = rows_per_batch(8 * (n_draws + 4 * (n_clusters + 1)))
+        batch = rows_per_batch(
+            8 * (n_draws + 4 * (n_clusters + 1)) + self._density_row_bytes(X)
+        )
         out = np.empty(n_rows)
         for rows in gen_batches(n_rows, batch):
             per_draw = self._log_predictive_per_draw(X[rows])
-            out[rows] = logsumexp(per_draw, axis=0) - np.log(n_draws)
+            out[rows] = logsumexp_overwrite(per_draw, axis=0) - np.log(n_draws)
         return out
 
     def _log_predictive_per_draw(self, X, training=False):
@@ -805,7 +836,9 @@ class BaseDPMixture(
             alpha = self._draw_alpha(parameters)
             sizes = parameters[-1]
             density = self._component_log_density(X, parameters)
-            terms = density + np.log(sizes)
+            # the left-out densities below read density: a copy in training only
+            terms = density.copy() if training else density
+            terms += np.log(sizes)
             if training:
                 own = self._chain_label_samples[d]
                 others = sizes[own] - 1
@@ -816,7 +849,7 @@ class BaseDPMixture(
                 # a row alone in its cluster leaves no cluster behind
                 terms[rows, own] = np.where(others > 0, left_out, -np.inf)
             per_draw[i] = np.logaddexp(
-                logsumexp(terms, axis=1), np.log(alpha) + log_new_density
+                logsumexp_overwrite(terms, axis=1), np.log(alpha) + log_new_density
             ) - np.log(n_others + alpha)
         return per_draw
 

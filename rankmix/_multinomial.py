@@ -328,6 +328,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     def _component_log_density(self, X, parameters):
         return self._model.log_predictive(parameters[0], X)
 
+    def _density_row_bytes(self, X):
+        # row_statistics: about six intp or double arrays over the entries
+        return -(-48 * X.nnz // max(X.shape[0], 1))
+
     def _own_cluster_loo_log_density(self, X, labels, parameters, density):
         # The Dirichlet-multinomial predictive of x given its cluster's counts
         # less x itself, c' = c - x (T' = T - |x| tokens):
