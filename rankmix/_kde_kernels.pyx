@@ -30,7 +30,7 @@ import numpy as np
 
 from libc.math cimport INFINITY, exp, log
 
-from ._kernels cimport codes_one, intp_t, log_psi, row_length
+from ._kernels cimport check_rankings, codes_one, intp_t, log_psi, row_length
 
 
 def _tables(intp_t n_items, intp_t t_data, intp_t t_query, double theta):
@@ -120,6 +120,10 @@ def log_density(
     """
     cdef intp_t n_queries = Q.shape[0], t_query = Q.shape[1]
     cdef intp_t n_data = X.shape[0], t_data = X.shape[1]
+    # the fitted rankings index the query's table: checked, as a user may
+    # have edited them (see _kernels.check_rankings)
+    check_rankings(Q, n_items, "the queries")
+    check_rankings(X, n_items, "the rankings")
     cdef tuple buffers = _tables(n_items, t_data, t_query, theta)
     cdef Tables tables = point_tables(buffers, theta)
     cdef double[::1] out = np.empty(n_queries, dtype=np.float64)
@@ -155,6 +159,10 @@ def log_kernel_pairs(
 ):
     """log K(Q[a], X[a]) for each row a, shape (M,): the kernel, for the tests."""
     cdef intp_t n_pairs = Q.shape[0], t_query = Q.shape[1], t_data = X.shape[1]
+    if X.shape[0] != n_pairs:
+        raise ValueError("Q and X must have the same number of rows.")
+    check_rankings(Q, n_items, "the queries")
+    check_rankings(X, n_items, "the rankings")
     cdef tuple buffers = _tables(n_items, t_data, t_query, theta)
     cdef Tables tables = point_tables(buffers, theta)
     cdef double[::1] out = np.empty(n_pairs, dtype=np.float64)

@@ -37,6 +37,8 @@ cdef double log_psi(intp_t m, double theta) noexcept nogil
 
 cdef intp_t row_length(const intp_t* row, intp_t t_max) noexcept nogil
 
+cdef int check_rankings(const intp_t[:, ::1] X, intp_t n_items, str name) except -1
+
 cdef void codes_one(
     const intp_t* x, intp_t t, const intp_t* position, intp_t* out
 ) noexcept nogil

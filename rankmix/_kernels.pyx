@@ -10,7 +10,12 @@ ranking is a row of item ids, best first, padded with ``-1``; a central ranking
 
 Every input reaching these functions has been validated in Python (ids in range,
 rows well formed, ``sigma`` a permutation): with bounds checks off, the kernels
-trust it.
+trust it. The functions Python calls on a fitted model's state (``codes``,
+``kendall_distance``, ``log_likelihood``; ``_kde_kernels.log_density``) check
+again what they index tables with, at O(N t + K n) against their O(N K t^2):
+that state is the user's to edit or unpickle, and a bad id must raise a
+ValueError, not reach memory past a table (``check_rankings``,
+``inverted_centres``).
 
 Sufficient statistics of a cluster
 ----------------------------------
@@ -108,10 +113,57 @@ cdef void codes_one(
     codes_from_positions(out, t)
 
 
+cdef int check_rankings(const intp_t[:, ::1] X, intp_t n_items, str name) except -1:
+    """Raise ValueError unless each -1 padded row of X holds at most n_items
+    items, each in 0..n_items - 1: the range of the tables the kernels index
+    with them (after the first -1 a row is not read)."""
+    cdef intp_t i, j, t, bad = -1
+    with nogil:
+        for i in range(X.shape[0]):
+            t = row_length(&X[i, 0], X.shape[1])
+            if t > n_items:
+                bad = i
+            for j in range(t):
+                if X[i, j] >= n_items:
+                    bad = i
+            if bad >= 0:
+                break
+    if bad >= 0:
+        raise ValueError(
+            f"row {bad} of {name} holds an item outside 0..{n_items - 1} or more "
+            f"than {n_items} items: not a ranking of the model's {n_items} items."
+        )
+    return 0
+
+
 cdef inline void invert(const intp_t* sigma, intp_t n, intp_t* position) noexcept nogil:
     cdef intp_t r
     for r in range(n):
         position[sigma[r]] = r
+
+
+cdef object inverted_centres(const intp_t[:, ::1] sigmas, str name):
+    """(K, n) positions, the inverse of each row of ``sigmas``; ValueError
+    unless every row is a permutation of 0..n - 1."""
+    cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    positions_array = np.full((n_centres, n_items), -1, dtype=np.intp)
+    cdef intp_t[:, ::1] positions = positions_array
+    cdef intp_t k, r, item, bad = -1
+    with nogil:
+        for k in range(n_centres):
+            for r in range(n_items):
+                item = sigmas[k, r]
+                if item < 0 or item >= n_items or positions[k, item] >= 0:
+                    bad = k
+                    break
+                positions[k, item] = r
+            if bad >= 0:
+                break
+    if bad >= 0:
+        raise ValueError(
+            f"row {bad} of {name} is not a permutation of the items 0..{n_items - 1}."
+        )
+    return positions_array
 
 
 def codes(
@@ -121,12 +173,12 @@ def codes(
     """Codes of every ranking against every centre, shape (K, N, t_max), -1 padded."""
     cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
     cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    cdef intp_t[:, ::1] positions = inverted_centres(sigmas, "the central rankings")
+    check_rankings(X, n_items, "the rankings")
     cdef intp_t[:, :, ::1] out = np.full((n_centres, n_rankings, t_max), -1, dtype=np.intp)
-    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
     cdef intp_t i, k, t
     with nogil:
         for k in range(n_centres):
-            invert(&sigmas[k, 0], n_items, &positions[k, 0])
             for i in range(n_rankings):
                 t = row_length(&X[i, 0], t_max)
                 codes_one(&X[i, 0], t, &positions[k, 0], &out[k, i, 0])
@@ -147,8 +199,14 @@ def log_likelihood(
     cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
     cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
     cdef intp_t n_stages = min(t_max, n_items)
+    if thetas.shape[0] != n_centres or thetas.shape[1] < n_stages:
+        raise ValueError(
+            f"thetas has shape ({thetas.shape[0]}, {thetas.shape[1]}), expected ({n_centres}, "
+            f">= {n_stages}): one row per central ranking, one value per stage."
+        )
+    cdef intp_t[:, ::1] positions = inverted_centres(sigmas, "the central rankings")
+    check_rankings(X, n_items, "the rankings")
     cdef double[:, ::1] out = np.empty((n_rankings, n_centres), dtype=np.float64)
-    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
     # cumulative normalisers: log_norm[k, t] = sum_{j < t} log psi_{n-1-j}(theta_kj)
     cdef double[:, ::1] log_norm = np.zeros((n_centres, n_stages + 1), dtype=np.float64)
     cdef intp_t[::1] code = np.empty(max(t_max, 1), dtype=np.intp)
@@ -156,7 +214,6 @@ def log_likelihood(
     cdef double value
     with nogil:
         for k in range(n_centres):
-            invert(&sigmas[k, 0], n_items, &positions[k, 0])
             for j in range(n_stages):
                 log_norm[k, j + 1] = log_norm[k, j] + log_psi(n_items - 1 - j, thetas[k, j])
         for i in range(n_rankings):
@@ -181,13 +238,12 @@ def kendall_distance(
     """
     cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
     cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
+    cdef intp_t[:, ::1] positions = inverted_centres(sigmas, "the central rankings")
+    check_rankings(X, n_items, "the rankings")
     cdef intp_t[:, ::1] out = np.empty((n_rankings, n_centres), dtype=np.intp)
-    cdef intp_t[:, ::1] positions = np.empty((n_centres, n_items), dtype=np.intp)
     cdef intp_t[::1] code = np.empty(max(t_max, 1), dtype=np.intp)
     cdef intp_t i, j, k, t, total
     with nogil:
-        for k in range(n_centres):
-            invert(&sigmas[k, 0], n_items, &positions[k, 0])
         for i in range(n_rankings):
             t = row_length(&X[i, 0], t_max)
             for k in range(n_centres):

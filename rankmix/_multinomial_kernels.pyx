@@ -176,6 +176,20 @@ def row_statistics(X):
             counts, totals, coefs)
 
 
+def _check_counts(intp_t n_columns, tuple arrays, intp_t V, str name):
+    """ValueError unless ``row_statistics``' arrays describe V columns of
+    non-negative counts."""
+    indices, counts, totals = arrays[1], arrays[2], arrays[3]
+    if n_columns != V or (indices.size and not 0 <= indices.min() <= indices.max() < V):
+        raise ValueError(
+            f"{name} must have {V} columns of counts, the model's features; "
+            f"got {n_columns} columns with entries in columns "
+            f"{indices.min() if indices.size else 0}..{indices.max() if indices.size else 0}."
+        )
+    if counts.size and (counts.min() < 0 or totals.min() < 0):
+        raise ValueError(f"{name} must hold non-negative counts.")
+
+
 cdef void bind_rows(Rows* x, tuple arrays):
     cdef const intp_t[::1] indptr = arrays[0], indices = arrays[1], counts = arrays[2]
     cdef const intp_t[::1] totals = arrays[3]
@@ -286,8 +300,14 @@ cdef class DirichletMultinomial:
 
     def log_predictive(self, clusters, X):
         """(n_rows, K) log p(x_i | cluster k): the rows of the CSR counts X given the
-        clusters' CSR counts (K, V) (a row of zeros: the prior predictive)."""
+        clusters' CSR counts (K, V) (a row of zeros: the prior predictive).
+
+        Both are checked first (O(nnz)): the clusters' counts are a fitted
+        model's state, which a user may edit or unpickle, and a column past V
+        or a negative count would index past a state or a table."""
         cdef tuple arrays = row_statistics(X), cluster_arrays = row_statistics(clusters)
+        _check_counts(X.shape[1], arrays, self.p.V, "X")
+        _check_counts(clusters.shape[1], cluster_arrays, self.p.V, "the clusters' counts")
         cdef Rows x, c
         bind_rows(&x, arrays)
         bind_rows(&c, cluster_arrays)

@@ -1238,3 +1238,132 @@ def test_record_arrays_are_refused_naming_x(estimator):
     records = np.zeros(10, dtype=[("a", "f8"), ("b", "f8")])
     with pytest.raises(TypeError, match="X must hold .*, not records of dtype"):
         estimator(**SHORT).fit(records)
+
+
+# Fitted state edited by hand (2026-11-28): the compiled kernels index tables
+# with a fitted model's central rankings, rankings and counts, which a user may
+# edit or unpickle. Each edit below segfaulted, corrupted the heap or read
+# uninitialised or foreign memory; the kernels now check what they index with.
+
+RANKINGS_6 = mallows.sample(np.arange(6), 1.0, 40, 3, random_state=0)
+
+
+def _edit(model, name, index, value):
+    getattr(model, name)[index] = value
+    return model
+
+
+def _mallows_fitted():
+    return DPMallowsClustering(**SHORT, n_chains=1).fit(RANKINGS_6)
+
+
+def _ebms_fitted():
+    return MallowsBlurringMeanShift().fit(RANKINGS_6)
+
+
+def _kde_fitted():
+    return MallowsKernelDensity().fit(RANKINGS_6)
+
+
+NOT_A_PERMUTATION = "row 0 of the central rankings is not a permutation of the items"
+OUTSIDE = "holds an item outside 0..{} or more than {} items"
+
+
+@pytest.mark.parametrize(
+    "edit, call, message",
+    [
+        (
+            lambda: _edit(_mallows_fitted(), "central_rankings_", (0, 0), 10**12),
+            lambda m: m.predict(RANKINGS_6, draws="point"),
+            NOT_A_PERMUTATION,
+        ),
+        (
+            lambda: _edit(_mallows_fitted(), "central_rankings_", (0, 0), -1),
+            lambda m: m.score_samples(RANKINGS_6),
+            NOT_A_PERMUTATION,
+        ),
+        (  # a repeated item left a position unset: uninitialised memory read
+            lambda: _edit(_mallows_fitted(), "central_rankings_", (0, 1), 0),
+            lambda m: m.predict_proba(RANKINGS_6, draws="point"),
+            NOT_A_PERMUTATION,
+        ),
+        (  # queries of an item past the draws' centres pass n_items_ = 16
+            lambda: _edit(_mallows_fitted(), "__dict__", "n_items_", 16),
+            lambda m: m.score_samples([[15, 0, 1]]),
+            OUTSIDE.format(5, 6),
+        ),
+        (  # longer queries pass n_features_in_ = 5; the draws hold 3 thetas
+            lambda: _edit(_mallows_fitted(), "__dict__", "n_features_in_", 5),
+            lambda m: m.score_samples([[0, 1, 2, 3, 4]]),
+            r"thetas has shape \(\d+, 3\), expected \(\d+, >= 5\)",
+        ),
+        (
+            lambda: _edit(_ebms_fitted(), "central_rankings_", (0, 0), 10**12),
+            lambda m: m.predict(RANKINGS_6),
+            NOT_A_PERMUTATION,
+        ),
+        (
+            lambda: _edit(_ebms_fitted(), "__dict__", "thetas_", np.ones(1)),
+            lambda m: m.score_samples(RANKINGS_6),
+            r"thetas has shape \(1, 3\)",
+        ),
+        (
+            lambda: _edit(_kde_fitted(), "rankings_", (0, 0), 10**12),
+            lambda m: m.score_samples(RANKINGS_6),
+            "row 0 of the rankings " + OUTSIDE.format(5, 6),
+        ),
+        (  # n_items_ lowered below the ids the rankings hold
+            lambda: _edit(_kde_fitted(), "__dict__", "n_items_", 3),
+            lambda m: m.score_samples([[0, 1, 2]]),
+            "of the rankings " + OUTSIDE.format(2, 3),
+        ),
+    ],
+    ids=[
+        "mallows-centre-huge",
+        "mallows-centre-negative",
+        "mallows-centre-repeated",
+        "mallows-n_items_",
+        "mallows-n_features_in_",
+        "ebms-centre",
+        "ebms-thetas_",
+        "kde-rankings_",
+        "kde-n_items_",
+    ],
+)
+def test_fitted_rankings_edited_by_hand_raise(edit, call, message):
+    model = edit()
+    with pytest.raises(ValueError, match=message):
+        call(model)
+
+
+def _multinomial_fitted():
+    return DPMultinomialClustering(**SHORT, n_chains=1).fit(np.array(COUNTS * 4))
+
+
+@pytest.mark.parametrize("fault", ["column", "negative", "n_features_in_"])
+def test_fitted_counts_edited_by_hand_raise(fault):
+    model = _multinomial_fitted()
+    X = np.array(COUNTS)
+    counts = model._best_parameters[0]
+    if fault == "column":  # an entry past the V features: a write past a state
+        counts.indices[0] = 10**9
+        message = "the clusters' counts must have 3 columns .* columns 0..1000000000"
+    elif fault == "negative":  # a log-gamma table read at a negative index
+        counts.data[0] = -5
+        message = "the clusters' counts must hold non-negative counts"
+    else:  # wider rows pass the check of n_features_in_
+        model.n_features_in_ = 10**9
+        X = sparse.csr_matrix(([1], ([0], [10**9 - 1])), shape=(1, 10**9))
+        message = "X must have 3 columns of counts, the model's features"
+    with pytest.raises(ValueError, match=message):
+        model.predict_proba(X, draws="point")
+
+
+def test_a_tampered_pickle_raises_instead_of_crashing():
+    import pickle
+
+    model = _kde_fitted()
+    model.rankings_[0, 0] = 10**12
+    loaded = pickle.loads(pickle.dumps(model))
+    with pytest.raises(ValueError, match="row 0 of the rankings holds an item"):
+        loaded.score(RANKINGS_6)
