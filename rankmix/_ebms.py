@@ -301,14 +301,12 @@ def _blur(points, counts, owner, n_items, theta):
     Returns the final distinct points, the point of each training ranking and
     the number of steps.
     """
-    t = points.shape[1]
     # the states met so far (points sorted as np.unique sorts them, and counts)
     seen = {points.tobytes() + counts.tobytes()}
     n_iter = 0
     while True:
-        full = _ebms_kernels.blur_step(points, counts, n_items, theta)
+        moved = _ebms_kernels.blur_step(points, counts, n_items, theta)
         n_iter += 1
-        moved = np.ascontiguousarray(full[:, :t])
         if np.array_equal(moved, points):
             return points, owner, n_iter
         points, merged = np.unique(moved, axis=0, return_inverse=True)

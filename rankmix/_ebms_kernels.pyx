@@ -36,7 +36,7 @@ from libc.string cimport memset
 
 from . import _kde_kernels
 from ._kde_kernels cimport Tables, log_kernel_one, mark_query, point_tables
-from ._kernels cimport intp_t, row_length
+from ._kernels cimport check_rankings, intp_t, row_length
 
 
 cdef void accumulate(
@@ -134,11 +134,15 @@ def blur_step(
     intp_t n_items,
     double theta,
 ):
-    """One blurring step: the weighted consensus of every point, shape (U, n).
+    """One blurring step: the first t_max items of the weighted consensus of
+    every point, shape (U, t_max), the points' new places.
 
-    O(U^2 (t_max + t_max^2) + U n^2) time, O(U + n^2) memory besides the output.
+    O(U^2 (t_max + t_max^2) + U n^2) time, O(U + n^2) memory besides the output
+    (U x n for the whole consensuses would take more than the rest at a few
+    thousand items).
     """
     cdef intp_t U = S.shape[0], t_max = S.shape[1], n = n_items
+    check_rankings(S, n, "the points")
     cdef tuple buffers = _kde_kernels._tables(n, t_max, t_max, theta)
     cdef Tables tables = point_tables(buffers, theta)
     cdef intp_t[::1] length = np.empty(U, dtype=np.intp)
@@ -147,7 +151,8 @@ def blur_step(
     cdef double[:, ::1] before = np.empty((n, n))
     cdef double[::1] cost_first = np.empty(n)
     cdef char[::1] placed = np.empty(n, dtype=np.int8)
-    cdef intp_t[:, ::1] out = np.empty((U, n), dtype=np.intp)
+    cdef intp_t[::1] sigma = np.empty(n, dtype=np.intp)
+    cdef intp_t[:, ::1] out = np.empty((U, t_max), dtype=np.intp)
     cdef intp_t u, v
     cdef double top, w
     with nogil:
@@ -172,6 +177,8 @@ def blur_step(
                 if w > 0.0:
                     accumulate(&S[v, 0], length[v], w, n, &ranked[0],
                                &before[0, 0])
-            consensus(n, &ranked[0], &before[0, 0], &out[u, 0], &cost_first[0],
+            consensus(n, &ranked[0], &before[0, 0], &sigma[0], &cost_first[0],
                       &placed[0])
+            for v in range(t_max):
+                out[u, v] = sigma[v]
     return np.asarray(out)

@@ -87,7 +87,7 @@ def test_blur_step_equals_the_numpy_reference(theta, t):
     S = np.unique(random_rankings(rng, 25, n_items, t), axis=0)
     counts = rng.integers(1, 4, size=len(S)).astype(float)
     got = _ebms_kernels.blur_step(S, counts, n_items, theta)
-    assert_array_equal(got, reference_blur_step(S, counts, n_items, theta))
+    assert_array_equal(got, reference_blur_step(S, counts, n_items, theta)[:, :t])
 
 
 def test_blur_step_handles_rankings_of_mixed_lengths():
@@ -100,7 +100,7 @@ def test_blur_step_handles_rankings_of_mixed_lengths():
     S = np.unique(S, axis=0)
     counts = np.ones(len(S))
     got = _ebms_kernels.blur_step(S, counts, n_items, 0.7)
-    assert_array_equal(got, reference_blur_step(S, counts, n_items, 0.7))
+    assert_array_equal(got, reference_blur_step(S, counts, n_items, 0.7)[:, :4])
 
 
 def test_weighted_consensus_equals_the_numpy_reference():
@@ -286,8 +286,7 @@ def test_a_cycle_stops_with_a_convergence_warning(monkeypatch):
     from sklearn.exceptions import ConvergenceWarning
 
     def swap(points, counts, n_items, theta):
-        rest = np.array([[i for i in range(n_items) if i not in p] for p in points])
-        return np.hstack([points[::-1], rest[::-1]])
+        return points[::-1]
 
     monkeypatch.setattr(_ebms_kernels, "blur_step", swap)
     points = np.array([[0, 1], [1, 0]], dtype=np.intp)
