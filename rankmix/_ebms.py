@@ -151,7 +151,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
 
     **Cost.** Each blurring step is quadratic in the number :math:`U` of
     distinct points, :math:`O(U^2 (t + t^2) + U n^2)` for :math:`n` items
-    and rankings of length :math:`t`, and :math:`O(U (t + n) + n^2)` memory;
+    and rankings of length :math:`t`, and :math:`O(U t + n^2)` memory;
     the first step has :math:`U \\le N` (the distinct training rankings),
     later ones far fewer; the kernel width costs :math:`O(N t^2 + n^2)`;
     ``score_samples`` on :math:`M` rankings costs :math:`O(M K t^2)`.
