@@ -130,6 +130,45 @@ def test_ranking_statistics_rebuild_R(n_items, t_max):
     assert_array_equal(items, np.unique(X[members][X[members] >= 0]))
 
 
+@pytest.mark.parametrize(
+    "n_rankings, n_items, t_max, path",
+    [
+        (3, 40, 10, "qsort"),
+        (60, 300, 12, "radix"),
+        (40, 2000, 25, "radix"),
+        (400, 8, 6, "dense"),
+    ],
+)
+def test_ranking_statistics_list_every_precedence_once_in_order(
+    n_rankings, n_items, t_max, path
+):
+    # the pairs are the distinct (stage, second, first) precedences of local
+    # item indices, in increasing order, with their counts, as NumPy's unique
+    # lists them, whichever way statistics_build counts them: a dense table
+    # (D^2 t <= 4 n_keys + 1024), else sorted keys, by qsort below 1,024 keys
+    # and by the radix sort from there on
+    rng = np.random.RandomState(n_items)
+    X = random_rankings(rng, n_rankings, n_items, t_max)
+    members = np.arange(n_rankings, dtype=np.intp)
+    stats = _kernels.ranking_statistics(X, members, n_items)
+    local = np.searchsorted(stats.items, np.maximum(X, 0))
+    keys = [
+        (j, local[i, j], local[i, k])
+        for i in range(n_rankings)
+        for j in range(t_max)
+        if X[i, j] >= 0
+        for k in range(j)
+    ]
+    dense = len(stats.items) ** 2 * t_max <= 4 * len(keys) + 1024
+    taken = "dense" if dense else "qsort" if len(keys) < 1024 else "radix"
+    assert taken == path
+    expected, count = np.unique(np.array(keys), axis=0, return_counts=True)
+    assert_array_equal(stats.pair_stage, expected[:, 0])
+    assert_array_equal(stats.pair_second, expected[:, 1])
+    assert_array_equal(stats.pair_first, expected[:, 2])
+    assert_array_equal(stats.pair_count, count)
+
+
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
 def test_energy_and_code_sums_match_reference(n_items, t_max):
     # L_sigma(R) from the compact R, and sum_j theta_j S_j(sigma), equal the reference
