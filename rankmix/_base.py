@@ -631,6 +631,15 @@ class BaseDPMixture(
                 "sample_weight, if given). Pass the same X and sample_weight, or "
                 "set warm_start=False to fit new chains."
             )
+        if self._chain_label_samples.shape != (len(self._draws), self._n_train):
+            # stored state edited by hand: the chains would go on with labels
+            # of other rows (and a trimmed draw's rebuild read past the data)
+            raise ValueError(
+                "warm_start=True found label samples of shape "
+                f"{self._chain_label_samples.shape}, expected ({len(self._draws)}, "
+                f"{self._n_train}): one row of labels per kept draw, one label per "
+                "training row. Set warm_start=False to fit new chains."
+            )
         return Posterior(
             self._chain_label_samples,
             self._draws,

@@ -138,6 +138,12 @@ class BaseCollapsedDPMixture(SampledAlphaMixin, BaseDPMixture):
         family, rows = source
         parameters = self._draws[d]
         labels, n_clusters = self._chain_label_samples[d], len(parameters[-1])
+        if labels.shape != (self._n_train,):
+            raise ValueError(
+                f"the labels of kept draw {d} have shape {labels.shape}, expected "
+                f"({self._n_train},): one per training row. The fitted state was "
+                "edited; fit again."
+            )
         try:
             if isinstance(rows, DaskRows):
                 states = rows.cluster_states(family, labels, n_clusters)

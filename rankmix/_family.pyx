@@ -77,6 +77,12 @@ cdef class Family:
             raise ValueError("this family has no block moments")
         cdef const intp_t[::1] idx = np.ascontiguousarray(members, dtype=np.intp)
         cdef intp_t M = self.c.moments_width, start = 0, stop, n = idx.shape[0]
+        # the members come from a fit's stored labels, which a user may edit:
+        # a row past the data would be read (and, for counts, written) blindly
+        if n and not 0 <= np.min(idx) <= np.max(idx) < self.n_points:
+            raise ValueError(
+                f"members must be rows 0..{self.n_points - 1} of the family's data."
+            )
         # as the chain: an empty accumulator has only its count set (its other
         # entries are whatever the scratch held: NaN here, so that a family that
         # read them would show it)

@@ -1367,3 +1367,41 @@ def test_a_tampered_pickle_raises_instead_of_crashing():
     loaded = pickle.loads(pickle.dumps(model))
     with pytest.raises(ValueError, match="row 0 of the rankings holds an item"):
         loaded.score(RANKINGS_6)
+
+
+# The same, for the state a warm fit continues and a trimmed draw is rebuilt
+# from: labels of more rows than the training data made the rebuild read past
+# the rows (and, for counts, write past a state: a segfault).
+
+COUNTS_400 = np.r_[
+    np.random.default_rng(0).poisson([8, 8, 1, 1, 1, 1], size=(200, 6)),
+    np.random.default_rng(1).poisson([1, 1, 1, 1, 8, 8], size=(200, 6)),
+]
+
+
+@pytest.mark.parametrize("sampler", ["gibbs+split-merge", "subcluster"])
+def test_a_warm_fit_refuses_label_samples_edited_to_other_rows(sampler):
+    model = DPMultinomialClustering(
+        n_iter=30, burn_in=0, thin=1, n_chains=1, sampler=sampler,
+        warm_start=True, random_state=0,
+    ).fit(COUNTS_400)
+    model._chain_label_samples = np.tile(model._chain_label_samples, (1, 2))
+    with pytest.raises(ValueError, match=r"found label samples of shape \(30, 800\)"):
+        model.fit(COUNTS_400)
+
+
+def test_a_trimmed_draw_is_not_rebuilt_from_rows_it_does_not_have():
+    # more than 20 kept draws: some are trimmed and rebuilt from the rows
+    model = DPMultinomialClustering(
+        n_iter=30, burn_in=0, thin=1, n_chains=1, random_state=0
+    ).fit(COUNTS_400)
+    trimmed = next(d for d, p in enumerate(model._draws) if p[0] is None)
+    family, _ = source = model._rebuild_source()
+    with pytest.raises(ValueError, match="members must be rows 0..399"):
+        family.blocked_state(np.array([0, 400]), 64)
+    model._X_fit = model._X_fit[:1]
+    with pytest.raises(ValueError, match="members must be rows 0..0"):
+        model._rebuilt_draw(trimmed, model._rebuild_source())
+    model._chain_label_samples = model._chain_label_samples[:, :10]
+    with pytest.raises(ValueError, match=rf"labels of kept draw {trimmed} have"):
+        model._rebuilt_draw(trimmed, source)
