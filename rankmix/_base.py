@@ -748,17 +748,28 @@ class BaseDPMixture(
                 self._component_log_weights(X, self._best_parameters),
                 self._best_parameters[-1],
             )
-        proba = np.zeros((X.shape[0], self.n_clusters_))
         draws = self._predictive_draws()
-        for d in draws:
-            parameters = self._draws[d]
-            proba += (
-                self._responsibilities(
-                    self._component_log_weights(X, parameters), parameters[-1]
+        shares = [self._cluster_shares(d) for d in draws]
+        # rows in batches whose work fits working_memory: a draw's (rows, K)
+        # densities, made probabilities in place, and their (rows,
+        # n_clusters_) share, besides the result
+        n_clusters = max(len(share) for share in shares)
+        batch = rows_per_batch(
+            8 * (n_clusters + 1 + self.n_clusters_) + self._density_row_bytes(X)
+        )
+        proba = np.zeros((X.shape[0], self.n_clusters_))
+        for rows in gen_batches(X.shape[0], batch):
+            for d, share in zip(draws, shares):
+                parameters = self._draws[d]
+                proba[rows] += (
+                    self._responsibilities(
+                        self._component_log_weights(X[rows], parameters),
+                        parameters[-1],
+                    )
+                    @ share
                 )
-                @ self._cluster_shares(d)
-            )
-        return proba / len(draws)
+        proba /= len(draws)
+        return proba
 
     def predict(self, X, *, draws="all"):
         """The most probable cluster of ``labels_`` for each new sample.

@@ -248,12 +248,13 @@ def test_predict_next_proba_is_the_ratio_of_predictive_densities():
 
 
 @pytest.mark.parametrize("Estimator, X", CASES)
-def test_score_samples_work_stays_within_working_memory(Estimator, X):
+def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X):
     # traced by tracemalloc (NumPy reports its buffers to it): besides the
     # result, score_samples holds one batch's work at a time, within
     # working_memory; scipy's logsumexp held five temporaries of each table
-    # (1.2 to 1.6 MiB at 0.25 MiB here), and the multinomial's per-entry
-    # statistics were not counted
+    # (0.47 to 0.55 MiB of work at 0.25 MiB here), and the multinomial's
+    # per-entry statistics were not counted. predict_proba held every row's
+    # densities and shares at once (8.7 to 11.4 MiB of work here)
     import tracemalloc
 
     from sklearn import config_context
@@ -271,6 +272,20 @@ def test_score_samples_work_stays_within_working_memory(Estimator, X):
     assert rows.shape[0] * len(model._predictive_draws()) * 8 > 16 * budget * 2**20
     assert peak - scores.nbytes <= 1.5 * budget * 2**20
     assert_allclose(scores, model.score_samples(X)[np.arange(len(scores)) % len(X)])
+    # predict_proba: the result, the rows validated again, one batch's work
+    with config_context(working_memory=budget):
+        tracemalloc.start()
+        try:
+            proba = model.predict_proba(rows)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    if hasattr(rows, "indptr"):
+        copied = rows.data.nbytes + rows.indices.nbytes + rows.indptr.nbytes
+    else:
+        copied = rows.nbytes
+    assert peak - proba.nbytes - copied <= 1.5 * budget * 2**20
+    assert_allclose(proba, model.predict_proba(X)[np.arange(len(proba)) % len(X)])
 
 
 def test_densities_are_computed_in_batches_within_working_memory():
