@@ -729,6 +729,9 @@ class BaseDPMixture(
         so nothing is lost; in the point-estimate draw each cluster is its own
         match, and ``draws="point"`` is that one term.
 
+        The rows are scored in batches whose work fits scikit-learn's
+        ``working_memory`` (``sklearn.set_config``), besides the result.
+
         Examples
         --------
         >>> from rankmix import DPGaussianClustering
@@ -801,6 +804,8 @@ class BaseDPMixture(
         averaged (DPGaussianClustering with ``covariance_type="full"``: over
         about 20 of the kept draws, see its Notes). Each draw's mixture is
         normalised, so the result is a normalised density whatever the sampler.
+        The rows are scored in batches whose work fits scikit-learn's
+        ``working_memory`` (``sklearn.set_config``).
 
         Parameters
         ----------
