@@ -50,8 +50,11 @@ def logsumexp_overwrite(a, axis):
     scipy.special.logsumexp holds about five temporaries the size of ``a``
     (SciPy 1.17); this holds none: ``a`` becomes ``exp(a - max)``, the max
     along ``axis`` (0 where it is infinite, as scipy's). A slice of all -inf
-    gives -inf, one holding +inf gives +inf, one holding NaN gives NaN.
+    gives -inf, one holding +inf gives +inf, one holding NaN gives NaN, an
+    empty one -inf.
     """
+    if a.shape[axis] == 0:
+        return np.full(np.delete(a.shape, axis), -np.inf)
     top = a.max(axis=axis, keepdims=True)
     top[~np.isfinite(top)] = 0.0
     a -= top
@@ -729,8 +732,10 @@ class BaseDPMixture(
         so nothing is lost; in the point-estimate draw each cluster is its own
         match, and ``draws="point"`` is that one term.
 
-        The rows are scored in batches whose work fits scikit-learn's
-        ``working_memory`` (``sklearn.set_config``), besides the result.
+        With ``draws="all"`` the rows are scored in batches whose work fits
+        scikit-learn's ``working_memory`` (``sklearn.set_config``), besides
+        the result; ``draws="point"`` holds one draw's densities of every row,
+        the size of the result.
 
         Examples
         --------
@@ -752,18 +757,18 @@ class BaseDPMixture(
                 self._best_parameters[-1],
             )
         draws = self._predictive_draws()
-        shares = [self._cluster_shares(d) for d in draws]
         # rows in batches whose work fits working_memory: a draw's (rows, K)
         # densities, made probabilities in place, and their (rows,
-        # n_clusters_) share, besides the result
-        n_clusters = max(len(share) for share in shares)
+        # n_clusters_) share, besides the result; draws outermost, so that
+        # one draw's (K, n_clusters_) shares exist at a time
+        n_clusters = max(len(self._draws[d][-1]) for d in draws)
         batch = rows_per_batch(
             8 * (n_clusters + 1 + self.n_clusters_) + self._density_row_bytes(X)
         )
         proba = np.zeros((X.shape[0], self.n_clusters_))
-        for rows in gen_batches(X.shape[0], batch):
-            for d, share in zip(draws, shares):
-                parameters = self._draws[d]
+        for d in draws:
+            parameters, share = self._draws[d], self._cluster_shares(d)
+            for rows in gen_batches(X.shape[0], batch):
                 proba[rows] += (
                     self._responsibilities(
                         self._component_log_weights(X[rows], parameters),
@@ -823,8 +828,8 @@ class BaseDPMixture(
         """`score_samples` of validated rows, in batches of rows whose work fits
         scikit-learn's ``working_memory``: the (n_draws, batch) table of
         per-draw densities, each draw's (batch, K) densities of the rows in its
-        clusters with an allowance for their temporaries (four such tables in
-        all; one is used), and the model's own work per row
+        clusters (counted four times: one such table is held, the rest is a
+        margin for the models' kernels), and the model's own work per row
         (`_density_row_bytes`)."""
         draws = self._predictive_draws()
         n_rows, n_draws = X.shape[0], len(draws)

@@ -179,6 +179,7 @@ def blur_step(
                                &before[0, 0])
             consensus(n, &ranked[0], &before[0, 0], &sigma[0], &cost_first[0],
                       &placed[0])
+            # a point holds at most n items: columns past n stay padding
             for v in range(t_max):
-                out[u, v] = sigma[v]
+                out[u, v] = sigma[v] if v < n else -1
     return np.asarray(out)

@@ -804,6 +804,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     def _new_cluster_log_density(self, X):
         return self._predictive_log_density(X, *self._prior_predictive)[:, 0]
 
+    def _density_row_bytes(self, X):
+        # "fixed": the whitened rows and about four (rows, d) temporaries of
+        # _gaussian_log_density; the Student-t kernels hold no row's work
+        return 40 * X.shape[1] if self._covariance_type == "fixed" else 0
+
     def _predictive_log_density(self, X, means, factors, dfs):
         """(n_samples, K) log-densities of K clusters' predictives."""
         if self._covariance_type == "fixed":

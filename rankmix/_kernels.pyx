@@ -11,7 +11,8 @@ ranking is a row of item ids, best first, padded with ``-1``; a central ranking
 Every input reaching these functions has been validated in Python (ids in range,
 rows well formed, ``sigma`` a permutation): with bounds checks off, the kernels
 trust it. The functions Python calls on a fitted model's state (``codes``,
-``kendall_distance``, ``log_likelihood``; ``_kde_kernels.log_density``) check
+``kendall_distance``, ``log_likelihood``; ``_kde_kernels.log_density``,
+``_ebms_kernels.blur_step``) check
 again what they index tables with, at O(N t + K n) against their O(N K t^2):
 that state is the user's to edit or unpickle, and a bad id must raise a
 ValueError, not reach memory past a table (``check_rankings``,
@@ -414,7 +415,9 @@ cdef int statistics_build(
     cluster ranks few distinct items (D^2 t small next to the number of
     precedences), else by sorting their integer keys; both list the pairs in the
     same (stage, second, first) order. Buffers grow as needed and are reused from
-    one call to the next. O(n_items + sum_i t_i^2) work plus the sort.
+    one call to the next. O(n_items + sum_i t_i^2) work plus the sort; the
+    sort path holds 16 bytes per precedence (its key and the radix sort's
+    scratch).
     """
     cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
     cdef intp_t n_cells

@@ -181,10 +181,11 @@ def _check_counts(intp_t n_columns, tuple arrays, intp_t V, str name):
     non-negative counts."""
     indices, counts, totals = arrays[1], arrays[2], arrays[3]
     if n_columns != V or (indices.size and not 0 <= indices.min() <= indices.max() < V):
+        held = (f" with entries in columns {indices.min()}..{indices.max()}"
+                if indices.size else "")
         raise ValueError(
             f"{name} must have {V} columns of counts, the model's features; "
-            f"got {n_columns} columns with entries in columns "
-            f"{indices.min() if indices.size else 0}..{indices.max() if indices.size else 0}."
+            f"got {n_columns} columns{held}."
         )
     if counts.size and (counts.min() < 0 or totals.min() < 0):
         raise ValueError(f"{name} must hold non-negative counts.")

@@ -90,6 +90,15 @@ def test_blur_step_equals_the_numpy_reference(theta, t):
     assert_array_equal(got, reference_blur_step(S, counts, n_items, theta)[:, :t])
 
 
+def test_blur_step_pads_places_past_the_number_of_items():
+    # more columns than items: a point's new place holds the n items, then
+    # padding (the consensus has n items; the columns past it read past it)
+    S = np.array([[0, 1, 2, -1, -1, -1], [2, 1, -1, -1, -1, -1]], dtype=np.intp)
+    got = _ebms_kernels.blur_step(S, np.ones(2), 3, 0.7)
+    assert_array_equal(got[:, 3:], -1)
+    assert_array_equal(got[:, :3], reference_blur_step(S, np.ones(2), 3, 0.7))
+
+
 def test_blur_step_handles_rankings_of_mixed_lengths():
     rng = np.random.default_rng(3)
     n_items = 5

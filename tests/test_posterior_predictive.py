@@ -247,6 +247,25 @@ def test_predict_next_proba_is_the_ratio_of_predictive_densities():
         model.predict_next_proba([[0, 1, 2]])
 
 
+def test_logsumexp_overwrite_is_scipys():
+    from rankmix._base import logsumexp_overwrite
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(scale=50, size=(6, 5))
+    a[0] = -np.inf
+    a[1, 2] = np.inf
+    a[2, 1] = np.nan
+    a[3, :4] = -np.inf
+    for axis in (0, 1):
+        assert_allclose(
+            logsumexp_overwrite(a.copy(), axis), logsumexp(a, axis=axis), rtol=1e-14
+        )
+    for shape, axis in (((0, 3), 0), ((3, 0), 1)):
+        assert_array_equal(
+            logsumexp_overwrite(np.empty(shape), axis), np.full(3, -np.inf)
+        )
+
+
 @pytest.mark.parametrize("Estimator, X", CASES)
 def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X):
     # traced by tracemalloc (NumPy reports its buffers to it): besides the
