@@ -358,34 +358,22 @@ def _add_sampler_options(parser, n_iter):
     )
 
 
-def _positive_int(text):
-    """argparse type: an integer in [1, 2**63)."""
-    value = _parse(text, int, "an integer")
-    if not 1 <= value <= INTP_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer below 2**63, got {text!r}"
-        )
-    return value
+def _integer_type(low, high, expected):
+    """argparse type: an integer in [low, high], else "expected ``expected``"."""
+
+    def parse(text):
+        value = _parse(text, int, "an integer")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _n_chains(text):
-    """argparse type: a number of chains, an integer in [1, ``MAX_CHAINS``]."""
-    value = _parse(text, int, "an integer")
-    if not 1 <= value <= MAX_CHAINS:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer at most {MAX_CHAINS:,}, got {text!r}"
-        )
-    return value
-
-
-def _non_negative_int(text):
-    """argparse type: an integer in [0, 2**63)."""
-    value = _parse(text, int, "an integer")
-    if not 0 <= value <= INTP_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer >= 0 and below 2**63, got {text!r}"
-        )
-    return value
+_positive_int = _integer_type(1, INTP_MAX, "a positive integer below 2**63")
+_non_negative_int = _integer_type(0, INTP_MAX, "an integer >= 0 and below 2**63")
+# a number of chains, bounded as the estimators' n_chains
+_n_chains = _integer_type(1, MAX_CHAINS, f"a positive integer at most {MAX_CHAINS:,}")
 
 
 def _n_jobs(text):

@@ -266,39 +266,37 @@ def test_logsumexp_overwrite_is_scipys():
         )
 
 
-@pytest.mark.parametrize("Estimator, X", CASES)
-def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X):
-    # traced by tracemalloc (NumPy reports its buffers to it): besides the
-    # result, score_samples holds one batch's work at a time, within
-    # working_memory; scipy's logsumexp held five temporaries of each table
-    # (0.47 to 0.55 MiB of work at 0.25 MiB here), and the multinomial's
-    # per-entry statistics were not counted. predict_proba held every row's
-    # densities and shares at once (8.7 to 11.4 MiB of work here)
+def _traced(compute, working_memory):
+    """``(result, peak bytes)`` of ``compute()`` under ``working_memory`` MiB,
+    traced by tracemalloc (NumPy reports its buffers to it)."""
     import tracemalloc
 
     from sklearn import config_context
 
+    with config_context(working_memory=working_memory):
+        tracemalloc.start()
+        try:
+            return compute(), tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+@pytest.mark.parametrize("Estimator, X", CASES)
+def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X):
+    # besides the result, score_samples holds one batch's work at a time, within
+    # working_memory; scipy's logsumexp held five temporaries of each table
+    # (0.47 to 0.55 MiB of work at 0.25 MiB here), and the multinomial's
+    # per-entry statistics were not counted. predict_proba held every row's
+    # densities and shares at once (8.7 to 11.4 MiB of work here)
     model = fit(Estimator, X, alpha=3.0)
     rows = model._check_new_data(np.concatenate([X] * 1000))
     budget = 0.25
-    with config_context(working_memory=budget):
-        tracemalloc.start()
-        try:
-            scores = model._log_predictive(rows)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+    scores, peak = _traced(lambda: model._log_predictive(rows), budget)
     assert rows.shape[0] * len(model._predictive_draws()) * 8 > 16 * budget * 2**20
     assert peak - scores.nbytes <= 1.5 * budget * 2**20
     assert_allclose(scores, model.score_samples(X)[np.arange(len(scores)) % len(X)])
     # predict_proba: the result, the rows validated again, one batch's work
-    with config_context(working_memory=budget):
-        tracemalloc.start()
-        try:
-            proba = model.predict_proba(rows)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+    proba, peak = _traced(lambda: model.predict_proba(rows), budget)
     if hasattr(rows, "indptr"):
         copied = rows.data.nbytes + rows.indices.nbytes + rows.indptr.nbytes
     else:
