@@ -6,13 +6,12 @@ from numbers import Integral
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _ebms_kernels, _kernels
-from ._base import INTP_MAX
+from ._base import INTP_MAX, logsumexp_overwrite
 from ._mallows import _check_chain_memory
 from ._sklearn_compat import Interval, _fit_context
 from ._validation import check_query_rankings, check_training_rankings
@@ -269,7 +268,9 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
             ``log sum_k w_k GM(x | sigma_k, theta_k)``; for each length t these
             densities sum to one over all top-t rankings.
         """
-        return logsumexp(self._log_joint(X), axis=1)
+        # the (n_queries, K) table is fresh: summed in place, without scipy's
+        # temporaries
+        return logsumexp_overwrite(self._log_joint(X), axis=1)
 
     def score(self, X, y=None):
         """Mean log-likelihood per ranking (higher is better).
