@@ -179,7 +179,7 @@ def row_statistics(X):
 def _check_counts(intp_t n_columns, tuple arrays, intp_t V, str name):
     """ValueError unless ``row_statistics``' arrays describe V columns of
     non-negative counts."""
-    indices, counts, totals = arrays[1], arrays[2], arrays[3]
+    indices, counts = arrays[1], arrays[2]
     if n_columns != V or (indices.size and not 0 <= indices.min() <= indices.max() < V):
         held = (f" with entries in columns {indices.min()}..{indices.max()}"
                 if indices.size else "")
@@ -187,7 +187,8 @@ def _check_counts(intp_t n_columns, tuple arrays, intp_t V, str name):
             f"{name} must have {V} columns of counts, the model's features; "
             f"got {n_columns} columns{held}."
         )
-    if counts.size and (counts.min() < 0 or totals.min() < 0):
+    # (the totals are the rows' sums of these counts)
+    if counts.size and counts.min() < 0:
         raise ValueError(f"{name} must hold non-negative counts.")
 
 
