@@ -44,6 +44,17 @@ def rows_per_batch(row_bytes):
     return max(1, int(get_config()["working_memory"] * 2**20) // row_bytes)
 
 
+def row_batches(X, batch):
+    """``(rows, X[rows])`` for consecutive slices ``rows`` of ``batch`` rows of
+    ``X``; ``X`` itself when one batch holds every row (slicing a sparse
+    matrix copies it)."""
+    if batch >= X.shape[0]:
+        yield slice(0, X.shape[0]), X
+        return
+    for rows in gen_batches(X.shape[0], batch):
+        yield rows, X[rows]
+
+
 def logsumexp_overwrite(a, axis):
     """``log(sum(exp(a), axis))`` of a float array ``a``, which it overwrites.
 
@@ -222,6 +233,11 @@ class BaseDPMixture(
         `_component_log_density` holds besides its (n_samples, K) result
         (which `score_samples` counts itself); a model whose work grows with
         a row's content says so."""
+        return 0
+
+    def _left_out_row_bytes(self, X):
+        """Bytes of work per training row that `_own_cluster_loo_log_density`
+        holds; the default reads one density a row."""
         return 0
 
     @abstractmethod
@@ -732,10 +748,8 @@ class BaseDPMixture(
         so nothing is lost; in the point-estimate draw each cluster is its own
         match, and ``draws="point"`` is that one term.
 
-        With ``draws="all"`` the rows are scored in batches whose work fits
-        scikit-learn's ``working_memory`` (``sklearn.set_config``), besides
-        the result; ``draws="point"`` holds one draw's densities of every row,
-        the size of the result.
+        The rows are scored in batches whose work fits scikit-learn's
+        ``working_memory`` (``sklearn.set_config``), besides the result.
 
         Examples
         --------
@@ -751,27 +765,27 @@ class BaseDPMixture(
         check_is_fitted(self)
         self._check_draws(draws)
         X = self._check_new_data(X)
-        if draws == "point":
-            return self._responsibilities(
-                self._component_log_weights(X, self._best_parameters),
-                self._best_parameters[-1],
-            )
-        draws = self._predictive_draws()
-        # rows in batches whose work fits working_memory: a draw's (rows, K)
-        # densities, made probabilities in place, and their (rows,
-        # n_clusters_) share, besides the result; draws outermost, so that
-        # one draw's (K, n_clusters_) shares exist at a time
-        n_clusters = max(len(self._draws[d][-1]) for d in draws)
-        batch = rows_per_batch(
-            8 * (n_clusters + 1 + self.n_clusters_) + self._density_row_bytes(X)
-        )
         proba = np.zeros((X.shape[0], self.n_clusters_))
+        if draws == "point":
+            # the point-estimate draw's clusters are those of labels_
+            parameters = self._best_parameters
+            batch = self._rows_per_batch(X, [self._best_draw])
+            for rows, X_rows in row_batches(X, batch):
+                proba[rows] = self._responsibilities(
+                    self._component_log_weights(X_rows, parameters), parameters[-1]
+                )
+            return proba
+        draws = self._predictive_draws()
+        # besides a draw's densities (made probabilities in place), the batch
+        # holds their (rows, n_clusters_) share; draws outermost, so that one
+        # draw's (K, n_clusters_) shares exist at a time
+        batch = self._rows_per_batch(X, draws, floats_per_row=self.n_clusters_)
         for d in draws:
             parameters, share = self._draws[d], self._cluster_shares(d)
-            for rows in gen_batches(X.shape[0], batch):
+            for rows, X_rows in row_batches(X, batch):
                 proba[rows] += (
                     self._responsibilities(
-                        self._component_log_weights(X[rows], parameters),
+                        self._component_log_weights(X_rows, parameters),
                         parameters[-1],
                     )
                     @ share
@@ -824,22 +838,30 @@ class BaseDPMixture(
         check_is_fitted(self)
         return self._log_predictive(self._check_new_data(X))
 
+    def _rows_per_batch(self, X, draws, floats_per_row=0, row_bytes=0):
+        """Rows of validated ``X`` per batch whose work fits scikit-learn's
+        ``working_memory``: per row, the densities of the clusters of the kept
+        draws ``draws`` (K + 1 of them, K the draws' most clusters, counted
+        four times: one such row is held, the rest is a margin for the
+        models' kernels), the model's own work (`_density_row_bytes`), and
+        the caller's ``floats_per_row`` float64s and ``row_bytes`` bytes."""
+        n_clusters = max(len(self._draws[d][-1]) for d in draws)
+        return rows_per_batch(
+            8 * (4 * (n_clusters + 1) + floats_per_row)
+            + self._density_row_bytes(X)
+            + row_bytes
+        )
+
     def _log_predictive(self, X):
         """`score_samples` of validated rows, in batches of rows whose work fits
-        scikit-learn's ``working_memory``: the (n_draws, batch) table of
-        per-draw densities, each draw's (batch, K) densities of the rows in its
-        clusters (counted four times: one such table is held, the rest is a
-        margin for the models' kernels), and the model's own work per row
-        (`_density_row_bytes`)."""
+        scikit-learn's ``working_memory`` (`_rows_per_batch`, with the
+        (n_draws, batch) table of per-draw densities)."""
         draws = self._predictive_draws()
         n_rows, n_draws = X.shape[0], len(draws)
-        n_clusters = max(len(self._draws[d][-1]) for d in draws)
-        batch = rows_per_batch(
-            8 * (n_draws + 4 * (n_clusters + 1)) + self._density_row_bytes(X)
-        )
+        batch = self._rows_per_batch(X, draws, floats_per_row=n_draws)
         out = np.empty(n_rows)
-        for rows in gen_batches(n_rows, batch):
-            per_draw = self._log_predictive_per_draw(X[rows])
+        for rows, X_rows in row_batches(X, batch):
+            per_draw = self._log_predictive_per_draw(X_rows)
             out[rows] = logsumexp_overwrite(per_draw, axis=0) - np.log(n_draws)
         return out
 
@@ -856,32 +878,56 @@ class BaseDPMixture(
         every kept draw (trimmed ones rebuilt in turn). ``X`` is validated
         already.
         """
-        log_new_density = self._new_cluster_log_density(X)
-        n_rows = X.shape[0]
         draws = range(len(self._draws)) if training else self._predictive_draws()
-        per_draw = np.empty((len(draws), n_rows))
-        rows = np.arange(n_rows)
-        n_others = self._n_train - 1 if training else self._n_train
+        per_draw = np.empty((len(draws), X.shape[0]))
+        if not training:  # the caller batches the rows
+            log_new_density = self._new_cluster_log_density(X)
+            for i, (_, parameters) in enumerate(self._whole_draws(draws)):
+                per_draw[i] = self._draw_log_predictive(X, parameters, log_new_density)
+            return per_draw
+        # (draws, N) is the result; each draw's (rows, K) work comes in
+        # batches within working_memory, the draw rebuilt (if trimmed) once
+        batch = self._rows_per_batch(X, draws, row_bytes=self._left_out_row_bytes(X))
+        log_new_density = np.empty(X.shape[0])
+        for rows, X_rows in row_batches(X, batch):
+            log_new_density[rows] = self._new_cluster_log_density(X_rows)
         for i, (d, parameters) in enumerate(self._whole_draws(draws)):
-            alpha = self._draw_alpha(parameters)
-            sizes = parameters[-1]
-            density = self._component_log_density(X, parameters)
-            # the left-out densities below read density: a copy in training only
-            terms = density.copy() if training else density
-            terms += np.log(sizes)
-            if training:
-                own = self._chain_label_samples[d]
-                others = sizes[own] - 1
-                with np.errstate(all="ignore"):
-                    left_out = np.log(others) + self._own_cluster_loo_log_density(
-                        X, own, parameters, density
-                    )
-                # a row alone in its cluster leaves no cluster behind
-                terms[rows, own] = np.where(others > 0, left_out, -np.inf)
-            per_draw[i] = np.logaddexp(
-                logsumexp_overwrite(terms, axis=1), np.log(alpha) + log_new_density
-            ) - np.log(n_others + alpha)
+            for rows, X_rows in row_batches(X, batch):
+                per_draw[i, rows] = self._draw_log_predictive(
+                    X_rows,
+                    parameters,
+                    log_new_density[rows],
+                    own=self._chain_label_samples[d][rows],
+                )
         return per_draw
+
+    def _draw_log_predictive(self, X, parameters, log_new_density, own=None):
+        """(n_samples,) log of one draw's DP predictive of validated rows,
+        ``sum_k n_k f_k(x) + alpha f_0(x)`` over ``N + alpha``.
+
+        With ``own``, the training rows' clusters in the draw, each row is
+        left out of its own cluster first (the sizes and ``N`` less one).
+        ``log_new_density`` is ``_new_cluster_log_density(X)``.
+        """
+        alpha = self._draw_alpha(parameters)
+        sizes = parameters[-1]
+        density = self._component_log_density(X, parameters)
+        # the left-out densities below read density: a copy in training only
+        terms = density if own is None else density.copy()
+        terms += np.log(sizes)
+        n_others = self._n_train
+        if own is not None:
+            n_others -= 1
+            others = sizes[own] - 1
+            with np.errstate(all="ignore"):
+                left_out = np.log(others) + self._own_cluster_loo_log_density(
+                    X, own, parameters, density
+                )
+            # a row alone in its cluster leaves no cluster behind
+            terms[np.arange(X.shape[0]), own] = np.where(others > 0, left_out, -np.inf)
+        return np.logaddexp(
+            logsumexp_overwrite(terms, axis=1), np.log(alpha) + log_new_density
+        ) - np.log(n_others + alpha)
 
     def _own_cluster_loo_log_density(self, X, labels, parameters, density):
         """(n_samples,) log f_k(x_i) of each training row's own cluster k = c_i,
@@ -1071,6 +1117,10 @@ class BaseDPMixture(
         efficiency of the draws from the ``posterior`` group, whose traces are
         not thinned; the ``log_likelihood`` group holds the thinned draws,
         whose effective sample size is about that of the unthinned traces.
+
+        The (draws, rows) table is the result; each draw's work on the rows
+        comes in batches that fit scikit-learn's ``working_memory``
+        (``sklearn.set_config``).
 
         Examples
         --------

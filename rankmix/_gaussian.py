@@ -809,6 +809,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         # _gaussian_log_density; the Student-t kernels hold no row's work
         return 40 * X.shape[1] if self._covariance_type == "fixed" else 0
 
+    def _left_out_row_bytes(self, X):
+        # the (rows, d) temporaries of _left_out_log_density and
+        # _left_out_isotropic_log_density: about ten for "diag", whose rows
+        # hold d one-dimensional cases, five for "full", four for the others
+        floats = {"full": 5, "diag": 10, "spherical": 4, "fixed": 4}
+        return 8 * floats[self._covariance_type] * X.shape[1]
+
     def _predictive_log_density(self, X, means, factors, dfs):
         """(n_samples, K) log-densities of K clusters' predictives."""
         if self._covariance_type == "fixed":

@@ -332,6 +332,11 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         # row_statistics: about six intp or double arrays over the entries
         return -(-48 * X.nnz // max(X.shape[0], 1))
 
+    def _left_out_row_bytes(self, X):
+        # row_statistics again, and about six arrays over the entries of
+        # the left-out predictive's gain
+        return -(-96 * X.nnz // max(X.shape[0], 1))
+
     def _own_cluster_loo_log_density(self, X, labels, parameters, density):
         # The Dirichlet-multinomial predictive of x given its cluster's counts
         # less x itself, c' = c - x (T' = T - |x| tokens):
@@ -342,7 +347,7 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         _, indices, values, totals, coefs = row_statistics(X)
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         prior = self.dirichlet_prior_[indices]
-        held = np.asarray(counts[labels[rows], indices]).ravel()
+        held = _csr_entries(counts, labels[rows], indices)
         gain = np.bincount(
             rows,
             weights=gammaln(prior + held) - gammaln(prior + held - values),
@@ -453,3 +458,24 @@ def _bad_count_message(row, column, value):
         + f"X must hold non-negative integer counts; row {row}, column {column} "
         f"holds {value}."
     )
+
+
+def _csr_entries(matrix, rows, columns):
+    """``matrix[rows, columns]`` of a CSR matrix, as a float array.
+
+    A binary search over the stored entries, ordered by (row, column): SciPy's
+    fancy indexing builds broadcast copies and warns on each call.
+    """
+    if not matrix.has_sorted_indices:
+        matrix = matrix.sorted_indices()
+    n_columns = matrix.shape[1]
+    keys = np.repeat(
+        np.arange(matrix.shape[0], dtype=np.int64) * n_columns, np.diff(matrix.indptr)
+    )
+    keys += matrix.indices
+    wanted = rows.astype(np.int64) * n_columns + columns
+    if not len(keys):
+        return np.zeros(len(wanted))
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, matrix.data[at], 0.0).astype(np.float64)
+

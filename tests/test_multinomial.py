@@ -139,6 +139,28 @@ def test_an_all_zero_row_has_probability_one():
     assert_array_equal(model.log_predictive(clusters, sparse.csr_matrix((1, 3))), 0.0)
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (4, 9), (30, 400)])
+def test_csr_entries_are_scipys_indexing(shape):
+    # the left-out predictive reads its clusters' counts at the rows' entries
+    rng = np.random.default_rng(0)
+    dense = rng.integers(0, 4, size=shape) * (rng.random(shape) < 0.3)
+    rows = rng.integers(0, max(shape[0], 1), size=50 if shape[0] else 0)
+    columns = rng.integers(0, shape[1], size=len(rows))
+    matrix = sparse.csr_matrix(dense)
+    expected = dense[rows, columns].astype(np.float64)
+    entries = multinomial_module._csr_entries(matrix, rows, columns)
+    assert_array_equal(entries, expected)
+    # stored out of order within the rows
+    bounds = zip(matrix.indptr[:-1], matrix.indptr[1:])
+    order = np.concatenate([np.arange(0)] + [np.arange(a, b)[::-1] for a, b in bounds])
+    unsorted = sparse.csr_matrix(
+        (matrix.data[order], matrix.indices[order], matrix.indptr), shape=shape
+    )
+    unsorted.has_sorted_indices = False  # scipy would trust a cached True
+    entries = multinomial_module._csr_entries(unsorted, rows, columns)
+    assert_array_equal(entries, expected)
+
+
 @pytest.mark.parametrize("n_clusters", [0, 1, 4])
 def test_describe_gives_the_states_counts_as_canonical_csr(n_clusters):
     # a state is 5 summaries, then the V counts; clusters with no count and

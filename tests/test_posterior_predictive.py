@@ -281,6 +281,13 @@ def _traced(compute, working_memory):
             tracemalloc.stop()
 
 
+def _nbytes(X):
+    """Bytes of an array's, or a sparse matrix's, buffers."""
+    if hasattr(X, "indptr"):
+        return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return X.nbytes
+
+
 @pytest.mark.parametrize("Estimator, X", CASES)
 def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X):
     # besides the result, score_samples holds one batch's work at a time, within
@@ -297,12 +304,50 @@ def test_score_samples_and_predict_proba_work_within_working_memory(Estimator, X
     assert_allclose(scores, model.score_samples(X)[np.arange(len(scores)) % len(X)])
     # predict_proba: the result, the rows validated again, one batch's work
     proba, peak = _traced(lambda: model.predict_proba(rows), budget)
-    if hasattr(rows, "indptr"):
-        copied = rows.data.nbytes + rows.indices.nbytes + rows.indptr.nbytes
-    else:
-        copied = rows.nbytes
+    copied = _nbytes(rows)
     assert peak - proba.nbytes - copied <= 1.5 * budget * 2**20
     assert_allclose(proba, model.predict_proba(X)[np.arange(len(proba)) % len(X)])
+    # the point estimate's densities too (all rows at once, the Gaussian's
+    # work was 0.52 MiB here, the multinomial's per-entry work 6.1 MiB)
+    proba, peak = _traced(lambda: model.predict_proba(rows, draws="point"), budget)
+    assert peak - proba.nbytes - copied <= 1.5 * budget * 2**20
+    expected = model.predict_proba(X, draws="point")
+    assert_allclose(proba, expected[np.arange(len(proba)) % len(X)])
+
+
+WIDE_VECTORS = np.random.default_rng(1).normal(size=(2000, 20)) + 4.0 * (
+    np.arange(2000)[:, None] % 3
+)
+
+
+@pytest.mark.parametrize(
+    "Estimator, X, params",
+    [
+        (DPMallowsClustering, np.concatenate([RANKINGS] * 60), {}),
+        (DPGaussianClustering, WIDE_VECTORS, {"covariance_type": "full"}),
+        (DPGaussianClustering, WIDE_VECTORS, {"covariance_type": "diag"}),
+        (DPMultinomialClustering, np.concatenate([COUNTS] * 60), {}),
+    ],
+)
+def test_pointwise_log_likelihood_works_within_working_memory(Estimator, X, params):
+    # to_inference_data's (draws, N) table is its result; each draw's (rows,
+    # K) densities and the left-out predictive's (rows, d) or per-entry work
+    # come in batches within working_memory (all rows at once: 1.1 to 2.7 MiB)
+    model = fit(Estimator, X, **params)
+    rows = model._X_fit
+    expected = model._log_predictive_per_draw(rows, training=True)
+    budget = 0.25
+    loglik, peak = _traced(
+        lambda: model._log_predictive_per_draw(rows, training=True), budget
+    )
+    # besides the result, the new cluster's density of every row and, when
+    # draws were trimmed, the rebuild's own copy of the training rows and
+    # their order by cluster
+    held = loglik.nbytes + 8 * rows.shape[0]
+    if len(model._predictive_draws()) < len(model._draws):
+        held += _nbytes(rows) + 8 * rows.shape[0]
+    assert peak - held <= 1.5 * budget * 2**20
+    assert_allclose(loglik, expected, rtol=1e-13)
 
 
 def test_densities_are_computed_in_batches_within_working_memory():
