@@ -34,7 +34,7 @@ cdef double digamma(double x) noexcept nogil
 cdef class SegmentDP:
     # sizes
     cdef intp_t N                 # points of the last forward pass
-    cdef intp_t n_capacity, width_capacity, kept_capacity, table_capacity
+    cdef intp_t n_capacity, states_capacity, kept_capacity, table_capacity
     cdef public double log_norm   # log of the last pass's normaliser
     # beam pass (also the full single-index pass with epsilon = 0)
     cdef double* g                # (N + 1,) log g'(r), the sum over the kept terms
@@ -42,7 +42,7 @@ cdef class SegmentDP:
     cdef intp_t* kept_m           # (kept_capacity,)
     cdef double* kept_term        # (kept_capacity,) log g'(r - m) + log B'(segment)
     # open segments
-    cdef double* states           # (N, width)
+    cdef double* states           # (states_capacity,): the open segments' states, width each
     cdef intp_t* active_start     # (N,) start position of each open segment
     cdef double* term             # (N + 1,) scratch
     cdef void* sort_buffer        # (N,) scratch records for sorting
@@ -53,7 +53,8 @@ cdef class SegmentDP:
     cdef double* log_A            # (N + 1,) log A(K)
     cdef bint exact               # which pass ran last
 
-    cdef int _reserve(self, intp_t N, intp_t width) except -1 nogil
+    cdef int _reserve(self, intp_t N) except -1 nogil
+    cdef int _reserve_states(self, intp_t n_open, intp_t width) except -1 nogil
     cdef int _reserve_kept(self, intp_t size) except -1 nogil
     cdef int beam_forward(
         self, const SegmentModel* model, const intp_t* order, intp_t N,

@@ -103,7 +103,7 @@ cdef class SegmentDP:
     def __cinit__(self):
         self.N = 0
         self.n_capacity = 0
-        self.width_capacity = 0
+        self.states_capacity = 0
         self.kept_capacity = 0
         self.table_capacity = 0
         self.log_norm = -INFINITY
@@ -115,7 +115,7 @@ cdef class SegmentDP:
         free(self.sort_buffer); free(self.keep)
         free(self.table_g); free(self.table_b); free(self.log_A)
 
-    cdef int _reserve(self, intp_t N, intp_t width) except -1 nogil:
+    cdef int _reserve(self, intp_t N) except -1 nogil:
         cdef intp_t n = max(N, 1)
         if n > self.n_capacity:
             self.g = <double*> grow_array(self.g, (n + 1) * sizeof(double))
@@ -125,11 +125,19 @@ cdef class SegmentDP:
             self.sort_buffer = grow_array(self.sort_buffer, n * sizeof(TermRecord))
             self.keep = <char*> grow_array(self.keep, n * sizeof(char))
             self.log_A = <double*> grow_array(self.log_A, (n + 1) * sizeof(double))
-        if n > self.n_capacity or width > self.width_capacity:
-            self.states = <double*> grow_array(
-                self.states, n * max(width, self.width_capacity) * sizeof(double))
-            self.width_capacity = max(width, self.width_capacity)
         self.n_capacity = max(n, self.n_capacity)
+        return 0
+
+    cdef int _reserve_states(self, intp_t n_open, intp_t width) except -1 nogil:
+        """Room for ``n_open`` open segments' states of ``width`` doubles; the
+        first ones are kept. The beam keeps few segments open, so its states
+        grow with them, not with N (N x width is 0.49 GiB for 10,000 points of
+        the full Gaussian family at d = 80)."""
+        cdef intp_t size = n_open * width
+        if size > self.states_capacity:
+            size = max(size, 2 * self.states_capacity)
+            self.states = <double*> grow_array(self.states, size * sizeof(double))
+            self.states_capacity = size
         return 0
 
     cdef int _reserve_kept(self, intp_t size) except -1 nogil:
@@ -154,7 +162,7 @@ cdef class SegmentDP:
         cdef double high, total, tail, limit, weight, t
         cdef double* st
         cdef TermRecord* records
-        self._reserve(N, W)
+        self._reserve(N)
         self._reserve_kept(4 * N + 16)
         records = <TermRecord*> self.sort_buffer
         self.N = N
@@ -164,6 +172,7 @@ cdef class SegmentDP:
         self.kept_start[1] = 0
         for r in range(1, N + 1):
             # open the segment that starts at position r - 1, then add pi_r to all
+            self._reserve_states(n_open + 1, W)
             model.reset(model.context, self.states + n_open * W)
             self.active_start[n_open] = r - 1
             n_open += 1
@@ -242,7 +251,8 @@ cdef class SegmentDP:
         cdef intp_t W = model.width, r, a, m, k, s, n1 = N + 1
         cdef double high, total, t
         cdef double* st
-        self._reserve(N, W)
+        self._reserve(N)
+        self._reserve_states(N, W)  # every start stays open
         if n1 * n1 > self.table_capacity:
             self.table_g = <double*> grow_array(self.table_g, n1 * n1 * sizeof(double))
             self.table_b = <double*> grow_array(self.table_b, n1 * n1 * sizeof(double))
@@ -429,6 +439,8 @@ def _dp_wrapper(order, segment_log_marginal, log_size, log_A=None, double epsilo
         The drawn clusterings as end positions.
     beam_width : float
         Mean |M_r|.
+    states_capacity : int
+        Doubles held for the open segments' states (width 2 each).
     """
     cdef intp_t[::1] order_ = np.ascontiguousarray(order, dtype=np.intp)
     cdef intp_t N = order_.shape[0], i, K
@@ -469,4 +481,4 @@ def _dp_wrapper(order, segment_log_marginal, log_size, log_A=None, double epsilo
         for i in range(n_samples):
             K = dp.sample(rng, &ends[0])
             samples.append(tuple(np.asarray(ends[:K]).tolist()))
-    return dp.log_norm, log_probs, samples, dp.mean_beam_width()
+    return dp.log_norm, log_probs, samples, dp.mean_beam_width(), dp.states_capacity

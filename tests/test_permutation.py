@@ -80,7 +80,7 @@ def test_exact_dp_matches_brute_force(N, seed):
     )
     clusterings = list(conditional)
     log_size, log_A = size_terms(N, alpha)
-    norm, log_probs, _, _ = _dp_wrapper(
+    norm, log_probs, _, _, _ = _dp_wrapper(
         order,
         table,
         log_size,
@@ -111,7 +111,7 @@ def test_beta_proposal_matches_brute_force(N, beta):
     )
     clusterings = list(conditional)
     log_size, _ = size_terms(N, alpha, beta)
-    norm, log_probs, _, width = _dp_wrapper(
+    norm, log_probs, _, width, _ = _dp_wrapper(
         order,
         table,
         log_size,
@@ -132,7 +132,7 @@ def test_samples_follow_the_dp_probabilities(exact):
     _, order, log_marginal, table = table_problem(3, N)
     log_size, log_A = size_terms(N, alpha, None if exact else 1.5)
     clusterings = [ends_along(c, order) for c in gref.consistent_clusterings(order)]
-    _, log_probs, samples, _ = _dp_wrapper(
+    _, log_probs, samples, _, _ = _dp_wrapper(
         order,
         table,
         log_size,
@@ -169,13 +169,29 @@ def test_beam_pruned_clusterings_have_zero_probability():
     _, order, _, table = table_problem(6, N)
     log_size, _ = size_terms(N, alpha, 2.0)
     clusterings = [ends_along(c, order) for c in gref.consistent_clusterings(order)]
-    _, log_probs, samples, width = _dp_wrapper(
+    _, log_probs, samples, width, _ = _dp_wrapper(
         order, table, log_size, None, 0.2, clusterings, n_samples=2000
     )
     assert np.isinf(log_probs).any() and width < (N + 1) / 2
     assert_allclose(np.exp(log_probs).sum(), 1.0, rtol=1e-12)
     drawable = {tuple(c) for c, lp in zip(clusterings, log_probs) if np.isfinite(lp)}
     assert set(samples) <= drawable
+
+
+def test_beam_holds_states_for_its_open_segments_only():
+    # segments that grow costly keep few starts open: the states grow with
+    # them, not with N (they were N x width for every pass, 0.49 GiB for
+    # 10,000 points of the full Gaussian family at d = 80)
+    N = 2000
+    position = np.arange(N)
+    table = -5.0 * (position[None, :] - position[:, None]) ** 2
+    log_size = np.zeros(N + 1)
+    *_, width, capacity = _dp_wrapper(np.arange(N), table, log_size, None, 1e-8)
+    assert width < 10 and capacity <= 4 * 2 * 10
+    # the exact pass keeps every start open
+    log_A = np.zeros(N + 1)
+    *_, capacity = _dp_wrapper(np.arange(50), table[:50, :50], log_size[:51], log_A)
+    assert capacity >= 50 * 2
 
 
 # -- the Gaussian segment model in the chain -------------------------------------------
