@@ -130,9 +130,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         Metropolis-Hastings proposal from the paper's approximation of K! by
         beta^K, computed with the beam of tolerance ``beam_tolerance`` (about
         O(N) time per move) and accepted or rejected with the exact ratio.
-        Either way the move holds a cluster state per point: N (d^2 + 2 d + 4)
-        doubles with "full" covariances (0.8 GB at N = 10,000, d = 100),
-        N (3 d + 4) with "diag".
+        The dynamic program holds a cluster state per open segment, d^2 + 2 d
+        + 4 doubles with "full" covariances, 3 d + 4 with "diag": the beam
+        keeps a few open, "exact" (and ``beam_tolerance=0``) all N (0.8 GB at
+        N = 10,000, d = 100, "full").
     beam_tolerance : float, default=1e-32
         epsilon of the beam (Liang et al., sec. 3.3): at each position the
         smallest terms holding at most this fraction of the sum are pruned. 0

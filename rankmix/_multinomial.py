@@ -48,9 +48,10 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         the draws of the same fit in process (user guide, "Scaling out").
     permutation_dp : {"beta", "exact"}, default="beta"
         The permutation move after burn-in (see :class:`DPGaussianClustering`;
-        "exact" is for at most 16,384 rows). The move holds a cluster state per
-        row, N (n_features + 5) doubles (0.8 GB at N = 10,000 rows of 10,000
-        words).
+        "exact" is for at most 16,384 rows). The move holds a cluster state of
+        n_features + 5 doubles per open segment: the beam keeps a few open,
+        "exact" (and ``beam_tolerance=0``) all N (0.8 GB at N = 10,000 rows of
+        10,000 words).
     beam_tolerance : float, default=1e-32
         epsilon of the permutation move's beam (0 too is for at most 16,384
         rows: see :class:`DPGaussianClustering`).
@@ -463,11 +464,13 @@ def _bad_count_message(row, column, value):
 def _csr_entries(matrix, rows, columns):
     """``matrix[rows, columns]`` of a CSR matrix, as a float array.
 
-    A binary search over the stored entries, ordered by (row, column): SciPy's
-    fancy indexing builds broadcast copies and warns on each call.
+    A binary search over the stored entries, ordered by (row, column), without
+    SciPy's broadcast copies of the indices: O(nnz(matrix)) memory and time to
+    order the keys, then O(log nnz(matrix)) an entry.
     """
-    if not matrix.has_sorted_indices:
-        matrix = matrix.sorted_indices()
+    if not matrix.has_canonical_format:  # sorted, duplicates summed
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
     n_columns = matrix.shape[1]
     keys = np.repeat(
         np.arange(matrix.shape[0], dtype=np.int64) * n_columns, np.diff(matrix.indptr)
@@ -478,4 +481,3 @@ def _csr_entries(matrix, rows, columns):
         return np.zeros(len(wanted))
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
     return np.where(keys[at] == wanted, matrix.data[at], 0.0).astype(np.float64)
-

@@ -54,7 +54,7 @@ cdef class SegmentDP:
     cdef bint exact               # which pass ran last
 
     cdef int _reserve(self, intp_t N) except -1 nogil
-    cdef int _reserve_states(self, intp_t n_open, intp_t width) except -1 nogil
+    cdef int _reserve_states(self, intp_t n_open, intp_t width, intp_t N) except -1 nogil
     cdef int _reserve_kept(self, intp_t size) except -1 nogil
     cdef int beam_forward(
         self, const SegmentModel* model, const intp_t* order, intp_t N,

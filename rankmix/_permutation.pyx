@@ -128,14 +128,15 @@ cdef class SegmentDP:
         self.n_capacity = max(n, self.n_capacity)
         return 0
 
-    cdef int _reserve_states(self, intp_t n_open, intp_t width) except -1 nogil:
+    cdef int _reserve_states(self, intp_t n_open, intp_t width, intp_t N) except -1 nogil:
         """Room for ``n_open`` open segments' states of ``width`` doubles; the
         first ones are kept. The beam keeps few segments open, so its states
-        grow with them, not with N (N x width is 0.49 GiB for 10,000 points of
-        the full Gaussian family at d = 80)."""
+        grow with them (doubling, up to the N of a pass that opens every
+        start), not with N (N x width is 0.49 GiB for 10,000 points of the
+        full Gaussian family at d = 80)."""
         cdef intp_t size = n_open * width
         if size > self.states_capacity:
-            size = max(size, 2 * self.states_capacity)
+            size = min(max(size, 2 * self.states_capacity), max(N, 1) * width)
             self.states = <double*> grow_array(self.states, size * sizeof(double))
             self.states_capacity = size
         return 0
@@ -172,7 +173,7 @@ cdef class SegmentDP:
         self.kept_start[1] = 0
         for r in range(1, N + 1):
             # open the segment that starts at position r - 1, then add pi_r to all
-            self._reserve_states(n_open + 1, W)
+            self._reserve_states(n_open + 1, W, N)
             model.reset(model.context, self.states + n_open * W)
             self.active_start[n_open] = r - 1
             n_open += 1
@@ -252,7 +253,7 @@ cdef class SegmentDP:
         cdef double high, total, t
         cdef double* st
         self._reserve(N)
-        self._reserve_states(N, W)  # every start stays open
+        self._reserve_states(N, W, N)  # every start stays open
         if n1 * n1 > self.table_capacity:
             self.table_g = <double*> grow_array(self.table_g, n1 * n1 * sizeof(double))
             self.table_b = <double*> grow_array(self.table_b, n1 * n1 * sizeof(double))

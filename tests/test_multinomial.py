@@ -159,6 +159,10 @@ def test_csr_entries_are_scipys_indexing(shape):
     unsorted.has_sorted_indices = False  # scipy would trust a cached True
     entries = multinomial_module._csr_entries(unsorted, rows, columns)
     assert_array_equal(entries, expected)
+    # an entry stored twice counts twice, as in SciPy's indexing
+    doubled = sparse.csr_matrix(([1.0, 2.0], [3, 3], [0, 2, 2]), shape=(2, 5))
+    entries = multinomial_module._csr_entries(doubled, np.arange(2), np.full(2, 3))
+    assert_array_equal(entries, [3.0, 0.0])
 
 
 @pytest.mark.parametrize("n_clusters", [0, 1, 4])

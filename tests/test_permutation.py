@@ -188,10 +188,14 @@ def test_beam_holds_states_for_its_open_segments_only():
     log_size = np.zeros(N + 1)
     *_, width, capacity = _dp_wrapper(np.arange(N), table, log_size, None, 1e-8)
     assert width < 10 and capacity <= 4 * 2 * 10
-    # the exact pass keeps every start open
+    # the exact pass, and the beam of epsilon = 0, keep every start open: N
+    # states, however the doubling falls
     log_A = np.zeros(N + 1)
     *_, capacity = _dp_wrapper(np.arange(50), table[:50, :50], log_size[:51], log_A)
-    assert capacity >= 50 * 2
+    assert capacity == 50 * 2
+    n = 1025
+    *_, capacity = _dp_wrapper(np.arange(n), table[:n, :n], log_size[: n + 1], None)
+    assert capacity == n * 2
 
 
 # -- the Gaussian segment model in the chain -------------------------------------------
