@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _ebms_kernels, _kernels
-from ._base import INTP_MAX, logsumexp_overwrite
+from ._base import INTP_MAX, logsumexp_overwrite, row_batches, rows_per_batch
 from ._mallows import _check_chain_memory
 from ._sklearn_compat import Interval, _fit_context
 from ._validation import check_query_rankings, check_training_rankings
@@ -230,16 +230,26 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _log_joint(self, X):
-        """(n_rankings, K): log w_k + log GM(x | sigma_k, theta_k)."""
+    def _reduced_log_joint(self, X, reduce, dtype):
+        """``reduce`` of the (rows, K) table log w_k + log GM(x | sigma_k,
+        theta_k) of each batch of rows whose table fits scikit-learn's
+        ``working_memory``; ``reduce`` may overwrite the table."""
         check_is_fitted(self)
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         thetas = np.repeat(self.thetas_[:, None], X.shape[1], axis=1)
-        log_gm = _kernels.log_likelihood(X, self.central_rankings_, thetas)
-        return log_gm + np.log(self.weights_)  # every cluster holds a ranking
+        log_weights = np.log(self.weights_)  # every cluster holds a ranking
+        out = np.empty(X.shape[0], dtype=dtype)
+        # the table and a margin of one more
+        for rows, X_rows in row_batches(X, rows_per_batch(16 * len(log_weights))):
+            table = _kernels.log_likelihood(X_rows, self.central_rankings_, thetas)
+            table += log_weights
+            out[rows] = reduce(table)
+        return out
 
     def predict(self, X):
         """The most probable cluster of each ranking under the scoring mixture.
+
+        Scored in batches, as `score_samples`.
 
         Parameters
         ----------
@@ -252,10 +262,13 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
             ``argmax_k w_k GM(x | sigma_k, theta_k)``. On the training data it
             mostly, not always, agrees with ``labels_`` (the blurring's clusters).
         """
-        return self._log_joint(X).argmax(axis=1).astype(np.intp)
+        return self._reduced_log_joint(X, lambda table: table.argmax(axis=1), np.intp)
 
     def score_samples(self, X):
         """Log density of each top-t ranking under the clusters' GM mixture.
+
+        The rankings are scored in batches whose (rows, K) table fits
+        scikit-learn's ``working_memory`` (``sklearn.set_config``).
 
         Parameters
         ----------
@@ -268,9 +281,11 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
             ``log sum_k w_k GM(x | sigma_k, theta_k)``; for each length t these
             densities sum to one over all top-t rankings.
         """
-        # the (n_queries, K) table is fresh: summed in place, without scipy's
+        # each batch's table is fresh: summed in place, without scipy's
         # temporaries
-        return logsumexp_overwrite(self._log_joint(X), axis=1)
+        return self._reduced_log_joint(
+            X, lambda table: logsumexp_overwrite(table, axis=1), np.float64
+        )
 
     def score(self, X, y=None):
         """Mean log-likelihood per ranking (higher is better).

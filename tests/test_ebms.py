@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from rankmix import MallowsBlurringMeanShift, _ebms, _ebms_kernels, _kde_kernels
+from rankmix import (
+    MallowsBlurringMeanShift,
+    _ebms,
+    _ebms_kernels,
+    _kde_kernels,
+    _kernels,
+)
 from rankmix.datasets import make_mallows_mixture
 from rankmix.metrics import variation_of_information
 
@@ -235,6 +241,31 @@ def test_labels_are_numbered_by_first_appearance_and_fit_predict_agrees(
     assert_array_equal(labels[np.sort(first)], np.arange(model.n_clusters_))
     # predict (the scoring mixture's MAP) agrees with the blurring's clusters
     assert np.mean(model.predict(X) == labels) > 0.95
+
+
+def test_scoring_works_in_batches_within_working_memory(three_clusters, monkeypatch):
+    # score_samples and predict hold one batch's (rows, K) table at a time
+    # (two of them for every row at once, 2.9 MiB here), with the same values
+    from sklearn import config_context
+
+    X, _, _ = three_clusters
+    model = MallowsBlurringMeanShift().fit(X)
+    rows = np.concatenate([X] * (60_000 // len(X)))
+    scores, labels = model.score_samples(rows), model.predict(rows)
+    tables, original = [], _kernels.log_likelihood
+
+    def log_likelihood(X, *args):
+        table = original(X, *args)
+        tables.append(table.shape)
+        return table
+
+    monkeypatch.setattr(_ebms._kernels, "log_likelihood", log_likelihood)
+    budget = 0.25
+    with config_context(working_memory=budget):
+        assert_array_equal(model.score_samples(rows), scores)
+        assert_array_equal(model.predict(rows), labels)
+    assert sum(n for n, _ in tables) == 2 * len(rows)
+    assert max(16 * n * k for n, k in tables) <= budget * 2**20 < len(rows) * 16 * 3
 
 
 def test_fit_is_deterministic_and_invariant_to_row_order(three_clusters):
