@@ -245,7 +245,7 @@ def test_labels_are_numbered_by_first_appearance_and_fit_predict_agrees(
 
 def test_scoring_works_in_batches_within_working_memory(three_clusters, monkeypatch):
     # score_samples and predict hold one batch's (rows, K) table at a time
-    # (two of them for every row at once, 2.9 MiB here), with the same values
+    # (two of them for every row at once, 2.7 MiB here), with the same values
     from sklearn import config_context
 
     X, _, _ = three_clusters

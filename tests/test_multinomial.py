@@ -140,7 +140,7 @@ def test_an_all_zero_row_has_probability_one():
 
 
 @pytest.mark.parametrize("shape", [(0, 5), (1, 1), (4, 9), (30, 400)])
-def test_csr_entries_are_scipys_indexing(shape):
+def test_csr_entries_read_the_matrix_at_the_given_entries(shape):
     # the left-out predictive reads its clusters' counts at the rows' entries
     rng = np.random.default_rng(0)
     dense = rng.integers(0, 4, size=shape) * (rng.random(shape) < 0.3)
@@ -159,7 +159,7 @@ def test_csr_entries_are_scipys_indexing(shape):
     unsorted.has_sorted_indices = False  # scipy would trust a cached True
     entries = multinomial_module._csr_entries(unsorted, rows, columns)
     assert_array_equal(entries, expected)
-    # an entry stored twice counts twice, as in SciPy's indexing
+    # an entry stored twice counts twice, as SciPy reads it
     doubled = sparse.csr_matrix(([1.0, 2.0], [3, 3], [0, 2, 2]), shape=(2, 5))
     entries = multinomial_module._csr_entries(doubled, np.arange(2), np.full(2, 3))
     assert_array_equal(entries, [3.0, 0.0])
