@@ -6,7 +6,8 @@ Both are the rank-normalised statistics of Vehtari, Gelman, Simpson, Carpenter
 & Buerkner (2021), "Rank-normalization, folding, and localization: an improved
 R-hat for assessing convergence of MCMC", the ones ArviZ and Stan report,
 computed here so that fitted estimators carry them without an optional
-dependency (tests check that they equal ArviZ's).
+dependency (tests check that they equal ArviZ's, but for values apart by
+rounding alone, which tie here: `_ties_within_rounding`).
 """
 
 import numpy as np
@@ -20,6 +21,10 @@ from ._warnings import warn
 # R-hat of the log joint above this means the chains disagree (Vehtari et al. 2021
 # recommend 1.01 for final inference; 1.1 flags clear disagreement only).
 RHAT_THRESHOLD = 1.1
+
+# Values of a trace this close, relative to its largest magnitude, count as
+# equal (see `_ties_within_rounding`).
+ROUNDING_TOLERANCE = 1e-11
 
 
 def convergence_summary(trace, burn_in):
@@ -68,13 +73,18 @@ def rhat(draws):
     mean within-half variance, B / n the variance of the half means) is taken
     of z ("bulk") and of the normal scores of |x - median(x)| ("tail"). R-hat
     is the larger. Ranks make it robust to heavy tails and to the ties of a
-    discrete trace such as the number of clusters.
+    discrete trace such as the number of clusters. Values that differ by
+    rounding alone (relative 1e-11) tie first: ArviZ has no such step, and
+    reads chains that sit on one clustering, their log joints a few units in
+    the last place apart, as chains that disagree.
     """
     draws = np.asarray(draws, dtype=np.float64)
     half = draws.shape[1] // 2
     if half < 2:
         return np.nan
-    halves = np.concatenate([draws[:, :half], draws[:, -half:]])
+    halves = _ties_within_rounding(
+        np.concatenate([draws[:, :half], draws[:, -half:]])
+    )
     folded = np.abs(halves - np.median(halves))
     return max(
         _classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded))
@@ -115,7 +125,8 @@ def ess(draws):
     """Rank-normalised bulk effective sample size of a scalar (Vehtari et al. 2021).
 
     The statistic ArviZ reports as ``arviz.ess(..., method="bulk")``; a test
-    checks that the two agree.
+    checks that the two agree. Values apart by rounding alone tie first, as
+    for `rhat`.
 
     Parameters
     ----------
@@ -141,8 +152,32 @@ def ess(draws):
     half = draws.shape[1] // 2
     if half < 2:
         return np.nan
-    halves = np.concatenate([draws[:, :half], draws[:, -half:]])
+    halves = _ties_within_rounding(
+        np.concatenate([draws[:, :half], draws[:, -half:]])
+    )
     return _ess_of_normal_scores(_normal_scores(halves))
+
+
+def _ties_within_rounding(x):
+    """``x`` with values that differ by rounding alone made equal.
+
+    Sorted, a value within ``ROUNDING_TOLERANCE`` times the largest magnitude
+    of the one before joins its group and takes the group's smallest value.
+    The chains sum a state's log joint in their own order (running updates),
+    so two chains on one clustering can give values a few units in the last
+    place apart; ranks would tell them apart, and R-hat would read two chains
+    that agree as chains in different modes. A state that differs in
+    anything, a row in another cluster, moves the log joint by far more.
+    """
+    flat = x.ravel()
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    tolerance = ROUNDING_TOLERANCE * np.abs(ordered).max(initial=0.0)
+    starts = np.r_[True, np.diff(ordered) > tolerance]
+    ordered = ordered[np.flatnonzero(starts)[np.cumsum(starts) - 1]]
+    tied = np.empty_like(flat)
+    tied[order] = ordered
+    return tied.reshape(x.shape)
 
 
 def _ess_of_normal_scores(z):

@@ -55,6 +55,31 @@ def test_rhat_is_near_one_for_iid_chains_and_large_for_shifted_ones():
     assert rhat(np.zeros((2, 10))) == 1.0
 
 
+def test_values_apart_by_rounding_alone_tie():
+    # two chains on one clustering, whose log joints their running sums left
+    # a few units in the last place apart (found on easy data: R-hat 9.8e15,
+    # as ArviZ gives, and a warning that the chains disagree)
+    from rankmix._diagnostics import warn_if_chains_disagree
+
+    value = -298.218416585553
+    same = np.array([[value] * 100, [np.nextafter(value, 0)] * 100])
+    same[1, 40:60] = np.nextafter(np.nextafter(value, 0), 0)
+    assert rhat(same) == 1.0 and ess(same) == same.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        warn_if_chains_disagree(same)
+    # apart by more than rounding: a state that differs
+    apart = np.array([[value] * 100, [value + 1e-6] * 100])
+    assert rhat(apart) > 1e6
+    with pytest.warns(ConvergenceWarning, match="chains disagree"):
+        warn_if_chains_disagree(apart)
+    # ties within rounding take their group's value, wherever they stand
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(2, 50)) * 1e3
+    nudged = draws * (1 + 1e-15 * rng.choice([-1, 1], size=draws.shape))
+    assert_allclose(rhat(nudged), rhat(draws), rtol=1e-12)
+
+
 def test_rhat_equals_arviz():
     az = pytest.importorskip("arviz")
     rng = np.random.default_rng(1)
