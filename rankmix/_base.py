@@ -423,7 +423,8 @@ class BaseDPMixture(
         refused: a DP mixture has no weighted likelihood that keeps its
         posterior exact.
         ``GridSearchCV(...).fit(X, sample_weight=w)`` passes each fold its
-        weights; with metadata routing on, call ``set_fit_request(
+        weights, to `fit` and to `score`; with metadata routing on, call
+        ``set_fit_request(sample_weight=True)`` and ``set_score_request(
         sample_weight=True)`` first, as for any scikit-learn estimator.
         """
         before = dict(self.__dict__)
@@ -942,7 +943,7 @@ class BaseDPMixture(
         """
         return density[np.arange(X.shape[0]), labels]
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """Mean log posterior-predictive density of the samples (higher is better).
 
         Parameters
@@ -951,12 +952,18 @@ class BaseDPMixture(
             New samples.
         y : Ignored
             Not used, present for API consistency by convention.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Counts of identical rows, as in `fit`: the mean is over the rows
+            repeated by them. ``GridSearchCV(...).fit(X, sample_weight=w)``
+            scores each held-out fold with its weights (with metadata routing
+            on, after ``set_score_request(sample_weight=True)``).
 
         Returns
         -------
         score : float
         """
-        return float(self.score_samples(X).mean())
+        counts = check_count_weights(sample_weight, X, purpose="score")
+        return float(np.average(self.score_samples(X), weights=counts))
 
     def sample(self, n_samples=1, random_state=None, *, draws="all"):
         """Draw samples from the posterior predictive distribution.

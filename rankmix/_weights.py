@@ -27,11 +27,12 @@ from ._validation import check_sparse_structure
 MAX_WEIGHTED_ROWS = 2**32
 
 
-def check_count_weights(sample_weight, X):
+def check_count_weights(sample_weight, X, purpose="fit"):
     """Validate ``sample_weight`` as non-negative integer counts, one per row of X.
 
     Returns None for None, else an intp array. Raises ValueError naming the
-    first bad row, or TypeError for non-numeric weights.
+    first bad row, or TypeError for non-numeric weights. ``purpose`` is "fit",
+    which repeats the rows in memory (their total is capped), or "score".
     """
     if sample_weight is None:
         return None
@@ -63,7 +64,7 @@ def check_count_weights(sample_weight, X):
             f"stands for w identical rows); row {row} has {value!r}. A "
             "fractional weight has no exact meaning in a DP mixture."
         )
-    if values.sum() > MAX_WEIGHTED_ROWS:
+    if purpose == "fit" and values.sum() > MAX_WEIGHTED_ROWS:
         raise ValueError(
             f"sample_weight sums to {values.sum():.3g} rows, more than the "
             f"{MAX_WEIGHTED_ROWS:.3g} (2**32) a fit holds: the rows are repeated in "
@@ -71,7 +72,7 @@ def check_count_weights(sample_weight, X):
         )
     counts = values.astype(np.intp)
     if counts.sum() == 0:
-        raise ValueError("sample_weight is zero for every row: nothing to fit.")
+        raise ValueError(f"sample_weight is zero for every row: nothing to {purpose}.")
     # each estimator's own minimum applies to the repeated rows (_prepare)
     return counts
 

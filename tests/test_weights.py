@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
@@ -138,19 +139,51 @@ def test_bad_rows_are_named_by_their_index_before_repetition():
 
 
 def test_grid_search_passes_each_fold_its_weights():
+    # to fit and to score: a held-out fold's score is the mean over its rows
+    # repeated by their counts (scikit-learn warned that score took none)
     counts = np.random.default_rng(4).integers(1, 4, size=30)
     grid = {"alpha": [0.5, 2.0]}
     estimator = DPMallowsClustering(n_iter=10, burn_in=5, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.filterwarnings("error", message=".*does not support sample_weight")
         search = GridSearchCV(estimator, grid, cv=2).fit(RANKINGS, sample_weight=counts)
         assert search.best_estimator_.label_samples_.shape[1] == 30
+        # KFold(2): the first split holds out the first 15 rows
+        fold = clone(estimator).set_params(alpha=0.5)
+        fold.fit(RANKINGS[15:], sample_weight=counts[15:])
+        assert_allclose(
+            search.cv_results_["split0_test_score"][0],
+            fold.score(RANKINGS[:15], sample_weight=counts[:15]),
+        )
         with sklearn.config_context(enable_metadata_routing=True):
-            routed = estimator.set_fit_request(sample_weight=True)
-            search = GridSearchCV(routed, grid, cv=2).fit(
+            routed = clone(estimator).set_fit_request(sample_weight=True)
+            routed.set_score_request(sample_weight=True)
+            routed_search = GridSearchCV(routed, grid, cv=2).fit(
                 RANKINGS, sample_weight=counts
             )
-    assert search.best_estimator_.label_samples_.shape[1] == 30
+    assert routed_search.best_estimator_.label_samples_.shape[1] == 30
+    assert_allclose(
+        routed_search.cv_results_["mean_test_score"],
+        search.cv_results_["mean_test_score"],
+    )
+
+
+def test_score_takes_counts_as_fit_does():
+    counts = np.random.default_rng(6).integers(0, 4, size=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DPMallowsClustering(n_iter=10, burn_in=5, random_state=0).fit(RANKINGS)
+    assert_allclose(
+        model.score(RANKINGS, sample_weight=counts),
+        model.score(np.repeat(RANKINGS, counts, axis=0)),
+        rtol=1e-12,
+    )
+    assert model.score(RANKINGS, sample_weight=np.ones(30)) == model.score(RANKINGS)
+    with pytest.raises(ValueError, match="row 1 has 0.5"):
+        model.score(RANKINGS, sample_weight=[1, 0.5] + [1] * 28)
+    with pytest.raises(ValueError, match="nothing to score"):
+        model.score(RANKINGS, sample_weight=[0] * 30)
 
 
 @pytest.mark.parametrize("case", ["mallows", "multinomial-csr"])
