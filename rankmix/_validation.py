@@ -922,7 +922,7 @@ def check_permutations(sigma, *, input_name="sigma"):
     return sigmas, single
 
 
-def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
+def check_theta(theta, *, n_stages, n_centres=1, n_items=None, input_name="theta"):
     """Validate GM dispersions and broadcast them to (n_centres, n_stages).
 
     Parameters
@@ -934,6 +934,10 @@ def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
         The number of stages needed (the longest ranking).
     n_centres : int, default=1
         The number of centres.
+    n_items : int, default=None
+        With it, the stage of the last place of a full ranking (``n_stages ==
+        n_items``) may be left out, and gets theta 0: one item is left there,
+        its code is 0 and its normaliser 1 whatever theta.
     input_name : str, default="theta"
         Name of the input, used in error messages.
 
@@ -957,10 +961,12 @@ def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
             f"{input_name} must be a scalar, a 1-D array or an array of shape "
             f"({n_centres}, n_stages), got shape {array.shape}."
         )
-    if array.shape[1] < n_stages:
+    needed = n_stages if n_items is None else min(n_stages, n_items - 1)
+    if array.shape[1] < needed:
+        but = ", the last place of a full ranking excepted" if needed < n_stages else ""
         raise ValueError(
             f"{input_name} has {array.shape[1]} stages, but the rankings need "
-            f"{n_stages} (one per place of the longest ranking)."
+            f"{needed} (one per place of the longest ranking{but})."
         )
     if not np.isfinite(array).all() or (array < 0).any():
         bad = ~np.isfinite(array) | (array < 0)
@@ -972,6 +978,8 @@ def check_theta(theta, *, n_stages, n_centres=1, input_name="theta"):
             f"{input_name} must be finite and >= 0 at every stage, got "
             f"{float(array[centre, stage])} at {where}."
         )
+    if array.shape[1] < n_stages:  # the last place of a full ranking
+        array = np.pad(array, ((0, 0), (0, n_stages - array.shape[1])))
     return np.ascontiguousarray(array)
 
 

@@ -55,7 +55,9 @@ def _check_model(X, sigma, theta=_NO_THETA):
     X = check_rankings(X, n_items=n_items)
     if theta is _NO_THETA:
         return X, sigmas, single, None
-    thetas = check_theta(theta, n_stages=X.shape[1], n_centres=sigmas.shape[0])
+    thetas = check_theta(
+        theta, n_stages=X.shape[1], n_centres=sigmas.shape[0], n_items=n_items
+    )
     return X, sigmas, single, thetas
 
 
@@ -137,7 +139,8 @@ def log_likelihood(X, sigma, theta):
         Central ranking(s); ``n_items = len(sigma)``.
     theta : float or array-like of shape (n_stages,) or (n_centres, n_stages)
         Non-negative dispersion per stage, ``n_stages >= t_max`` (later stages are
-        ignored); a scalar means the same theta at every stage.
+        ignored; full rankings may leave out their last place, whose theta
+        changes nothing); a scalar means the same theta at every stage.
 
     Returns
     -------
@@ -176,7 +179,8 @@ def sample(sigma, theta, n_samples, t, random_state=None):
     sigma : array-like of shape (n_items,)
         The central ranking.
     theta : float or array-like of shape (n_stages,)
-        Non-negative dispersion per stage, ``n_stages >= t``.
+        Non-negative dispersion per stage, ``n_stages >= t`` (``t - 1`` when
+        ``t = n_items``: the last place's theta changes nothing).
     n_samples : int
         Number of rankings to draw.
     t : int
@@ -216,7 +220,7 @@ def sample(sigma, theta, n_samples, t, random_state=None):
     t = _check_count(t, "t", minimum=1)
     if t > n_items:
         raise ValueError(f"t={t} exceeds the number of items n_items={n_items}.")
-    thetas = check_theta(theta, n_stages=t, n_centres=1)[0, :t]
+    thetas = check_theta(theta, n_stages=t, n_items=n_items)[0, :t]
     rng = check_random_state(random_state)
     with sized_by("n_samples", n_samples):
         stage_codes = _sample_codes(thetas, n_items, n_samples, rng)
@@ -231,7 +235,8 @@ def top_k_probabilities(sigma, theta, k):
     sigma : array-like of shape (n_items,) or (n_centres, n_items)
         Central ranking(s).
     theta : float or array-like of shape (n_stages,) or (n_centres, n_stages)
-        Non-negative dispersion per stage, ``n_stages >= k``.
+        Non-negative dispersion per stage, ``n_stages >= k`` (``k - 1`` when
+        ``k = n_items``).
     k : int
         Number of leading places, ``1 <= k <= n_items``.
 
@@ -266,7 +271,8 @@ def top_k_probabilities(sigma, theta, k):
     k = _check_count(k, "k", minimum=1)
     if k > n_items:
         raise ValueError(f"k={k} exceeds the number of items n_items={n_items}.")
-    thetas = check_theta(theta, n_stages=k, n_centres=n_centres)[:, :k]
+    thetas = check_theta(theta, n_stages=k, n_centres=n_centres, n_items=n_items)
+    thetas = thetas[:, :k]
     out = np.empty(sigmas.shape, dtype=np.float64)
     # centres in blocks of about 2**20 band entries
     block = max(1, 2**20 // (n_items * (k + 1)))

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The public GM functions of rankmix.mallows and the synthetic data generator."""
 
+import itertools
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -109,6 +111,27 @@ def test_bad_sigma_is_refused(sigma, match):
 def test_bad_theta_is_refused(theta, match):
     with pytest.raises(ValueError, match=match):
         mallows.log_likelihood([[0, 1]], [0, 1, 2], theta)
+
+
+def test_full_rankings_need_no_theta_for_their_last_place():
+    # one item is left at the last place: code 0, normaliser 1, whatever theta
+    # (the user guide's example has full rankings of 3 items and theta (1, 0.3))
+    full = np.array(list(itertools.permutations(range(3))))
+    short, padded = [1.0, 0.3], [1.0, 0.3, 7.0]
+    log_prob = mallows.log_likelihood(full, [0, 1, 2], short)
+    assert_array_equal(log_prob, mallows.log_likelihood(full, [0, 1, 2], padded))
+    assert_allclose(np.exp(log_prob).sum(), 1.0, rtol=1e-12)
+    assert_array_equal(
+        mallows.sample([0, 1, 2], short, 20, 3, random_state=0),
+        mallows.sample([0, 1, 2], padded, 20, 3, random_state=0),
+    )
+    assert_array_equal(
+        mallows.top_k_probabilities([0, 1, 2], short, k=3),
+        mallows.top_k_probabilities([0, 1, 2], padded, k=3),
+    )
+    # a top-2 ranking's second place is not the last: its theta is needed
+    with pytest.raises(ValueError, match="need 2"):
+        mallows.log_likelihood([[0, 1]], [0, 1, 2], [1.0])
 
 
 def test_rankings_are_checked_against_sigma():
