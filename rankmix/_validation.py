@@ -502,6 +502,15 @@ def _as_numeric_array(X, input_name):
     else:
         # Also covers pandas DataFrames and other array-likes.
         array = np.asarray(X)
+        if (
+            array.dtype == object
+            and array.ndim == 1
+            and len(array)
+            and all(map(isinstance, array, repeat(_ROW_TYPES)))
+        ):
+            # a 1-D container of rankings (a pandas Series of lists, an object
+            # array of arrays): its rows, as a list of them would give
+            return _as_numeric_array(list(array), input_name)
 
     def locate(position):
         if array.ndim == 2 and array.shape[1] > 0:
@@ -622,6 +631,12 @@ def _to_numeric_dtype(array, input_name, locate):
     flat = array.ravel()
     values = np.empty(flat.shape, dtype=np.float64)
     for position, value in enumerate(flat):
+        if value is None or type(value).__name__ == "NAType":  # pandas' NA
+            raise TypeError(
+                f"{_where(input_name, locate(position))} holds {value!r}, a missing "
+                "value: expected integer item ids. Pad shorter rankings with -1, "
+                f"not {value!r}."
+            )
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise TypeError(
                 f"{_where(input_name, locate(position))} holds {value!r} of type "
@@ -662,8 +677,8 @@ def _check_shape(X, input_name, ensure_min_samples):
             )
         raise ValueError(
             f"Expected a 2-D array of rankings for {input_name}, got a 1-D array "
-            f"of shape {X.shape}. If it holds a single ranking, reshape it with "
-            f"{input_name}.reshape(1, -1)."
+            f"of shape {X.shape}. If it holds a single ranking, pass a list of "
+            f"one ranking, [{input_name}], or {input_name}.reshape(1, -1)."
         )
     if X.ndim > 2:
         raise ValueError(

@@ -237,7 +237,7 @@ def test_input_name_is_used_in_messages():
         ([["a", "b"]], "X holds strings"),
         ([["1", 2]], "X holds strings"),
         (np.array([[1, 2]], dtype="datetime64[D]"), "not numeric"),
-        ([[0, None]], "Row 0 of X holds None of type NoneType, which is not a number"),
+        ([[0, None]], "Row 0 of X holds None, a missing value"),
         (np.array([[0, 1], [2, "1"]], dtype=object), "Row 1 of X holds '1' of type"),
         (np.array([[0, 1], [True, 2]], dtype=object), "Row 1 of X holds True of type"),
         ([[0, 1], [2, None, 3]], "Row 1 of X holds None"),
@@ -374,6 +374,30 @@ def test_pandas_dataframe():
     pd = pytest.importorskip("pandas")
     df = pd.DataFrame(EXPECTED, columns=["first", "second", "third"])
     assert_array_equal(check_rankings(df), EXPECTED)
+
+
+def test_one_dimensional_containers_of_rankings_read_as_their_rows():
+    # a pandas Series of lists, an object array of arrays: the rankings of a
+    # list of them (a newcomer's ragged data was refused as "not a number")
+    rows = [[0, -1], [1, 2, 3], [4]]
+    expected = check_rankings(rows)
+    ragged = np.empty(3, dtype=object)
+    ragged[:] = [np.array(row) for row in rows]
+    assert_array_equal(check_rankings(ragged), expected)
+    pd = pytest.importorskip("pandas")
+    assert_array_equal(check_rankings(pd.Series(rows)), expected)
+    assert_array_equal(check_rankings(pd.Series(map(tuple, rows))), expected)
+
+
+@pytest.mark.parametrize("missing", [None, "pandas"])
+def test_missing_values_are_named_as_such(missing):
+    if missing == "pandas":
+        pd = pytest.importorskip("pandas")
+        X = pd.DataFrame([[0, 1, 2], [1, 0, None]]).astype("Int64")
+    else:
+        X = [[0, 1, 2], [1, 0, None]]
+    with pytest.raises(TypeError, match="Row 1 of X holds .*a missing value.*with -1"):
+        check_rankings(X)
 
 
 def test_ranking_lengths():
