@@ -213,7 +213,9 @@ def plot_rank_heatmap(
         )
     counts = check_count_weights(sample_weight, X)
     counts = np.ones(len(X), dtype=np.intp) if counts is None else counts
+    # bincount weighs in floats: the counts are integers, and so are the sizes
     sizes = np.bincount(model.labels_, weights=counts, minlength=model.n_clusters_)
+    sizes = sizes.astype(np.intp)
     if cluster is None:
         cluster = int(np.argmax(sizes))
     elif not isinstance(cluster, Integral) or not 0 <= cluster < model.n_clusters_:
@@ -245,7 +247,8 @@ def plot_rank_heatmap(
     ax.set_xlabel("rank")
     ax.set_ylabel("item, in the order of the central ranking")
     ax.set_title(
-        f"Cluster {cluster}: {sizes[cluster]} rankings ({sizes[cluster] / len(X):.0%})"
+        f"Cluster {cluster}: {sizes[cluster]} rankings "
+        f"({sizes[cluster] / counts.sum():.0%})"
     )
     ax.figure.colorbar(image, ax=ax, label="P(item at rank)")
     return ax

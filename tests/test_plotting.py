@@ -83,6 +83,19 @@ def test_rank_heatmap_defaults_to_the_largest_cluster(rankings):
     assert_allclose(default.sum(axis=0), (members >= 0).mean(axis=0))
 
 
+def test_rank_heatmap_titles_the_cluster_by_its_rankings(rankings):
+    # an integer count, and its share of all rankings, counts included (the
+    # title read "100.0 rankings", and its share was out of the distinct rows)
+    model, X = rankings
+    counts = np.arange(len(X)) % 4  # 90 rankings in all
+    sizes = np.bincount(model.labels_, weights=counts).astype(int)
+    title = plot_rank_heatmap(model, X, cluster=0, sample_weight=counts).get_title()
+    assert title == f"Cluster 0: {sizes[0]} rankings ({sizes[0] / counts.sum():.0%})"
+    size = int(np.sum(model.labels_ == 0))
+    title = plot_rank_heatmap(model, X, cluster=0).get_title()
+    assert title == f"Cluster 0: {size} rankings ({size / len(X):.0%})"
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
