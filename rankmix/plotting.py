@@ -410,8 +410,13 @@ def plot_trace(model, names=("n_clusters", "log_joint"), *, ax=None):
             f"got {unknown or names!r}."
         )
     if ax is None:
+        # constrained layout keeps each Axes' labels clear of its neighbour's
         _, ax = _pyplot().subplots(
-            1, len(names), figsize=(4.5 * len(names), 3.2), squeeze=False
+            1,
+            len(names),
+            figsize=(4.5 * len(names), 3.2),
+            squeeze=False,
+            layout="constrained",
         )
     axes = np.ravel(np.asarray(ax, dtype=object))
     if len(axes) != len(names):
@@ -429,7 +434,7 @@ def plot_trace(model, names=("n_clusters", "log_joint"), *, ax=None):
         axis.set_xlabel("sweep")
         axis.set_ylabel(name)
         axis.set_title(f"{name}, R-hat = {model.rhat_[name]:.3f}")
-    axes[0].legend(fontsize="small")
+    axes[0].legend(fontsize="small", framealpha=0.6)
     return axes
 
 
