@@ -423,9 +423,10 @@ class BaseDPMixture(
         refused: a DP mixture has no weighted likelihood that keeps its
         posterior exact.
         ``GridSearchCV(...).fit(X, sample_weight=w)`` passes each fold its
-        weights, to `fit` and to `score`; with metadata routing on, call
-        ``set_fit_request(sample_weight=True)`` and ``set_score_request(
-        sample_weight=True)`` first, as for any scikit-learn estimator.
+        weights, to `fit` and (scikit-learn >= 1.7) to `score`; with metadata
+        routing on, call ``set_fit_request(sample_weight=True)`` and
+        ``set_score_request(sample_weight=True)`` (or ``False``) first, as for
+        any scikit-learn estimator whose ``score`` takes weights.
         """
         before = dict(self.__dict__)
         try:
@@ -955,15 +956,18 @@ class BaseDPMixture(
         sample_weight : array-like of shape (n_samples,), default=None
             Counts of identical rows, as in `fit`: the mean is over the rows
             repeated by them. ``GridSearchCV(...).fit(X, sample_weight=w)``
-            scores each held-out fold with its weights (with metadata routing
-            on, after ``set_score_request(sample_weight=True)``).
+            scores each held-out fold with its weights (scikit-learn >= 1.7;
+            ``cross_validate`` does not pass them without metadata routing;
+            with routing on, ``set_score_request(sample_weight=True)``, or
+            ``False`` to score unweighted).
 
         Returns
         -------
         score : float
         """
-        counts = check_count_weights(sample_weight, X, purpose="score")
-        return float(np.average(self.score_samples(X), weights=counts))
+        log_density = self.score_samples(X)
+        counts = check_count_weights(sample_weight, log_density, purpose="score")
+        return float(np.average(log_density, weights=counts))
 
     def sample(self, n_samples=1, random_state=None, *, draws="all"):
         """Draw samples from the posterior predictive distribution.
@@ -1077,7 +1081,9 @@ class BaseDPMixture(
           weight 0 absent), the observations of the repeated data.
 
         The convergence warning of ``fit`` uses the same rank-normalised R-hat
-        as ``arviz.rhat``.
+        as ``arviz.rhat``, but ties values apart by rounding alone first (the
+        log joints of one clustering summed in different orders), which
+        ``arviz.rhat`` of the exported traces tells apart.
 
         Parameters
         ----------

@@ -170,6 +170,10 @@ def _ties_within_rounding(x):
     anything, a row in another cluster, moves the log joint by far more.
     """
     flat = x.ravel()
+    if not np.isfinite(flat).all():
+        # a tolerance from inf or NaN would tie everything; traces are
+        # finite, and a non-finite one keeps its values (R-hat NaN or large)
+        return x
     order = np.argsort(flat, kind="stable")
     ordered = flat[order]
     tolerance = ROUNDING_TOLERANCE * np.abs(ordered).max(initial=0.0)

@@ -114,6 +114,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         Rank-normalised split R-hat (Vehtari et al. 2021) of each trace of
         ``trace_`` after burn-in, across chains; above 1.01 the chains have not
         mixed for final inference (a ConvergenceWarning flags log joint > 1.1).
+        Values apart by rounding alone tie first (user guide, "Traces and
+        convergence"), where ArviZ would tell them apart.
     ess_ : dict of float
         Bulk effective sample size of each trace after burn-in, all chains.
     n_iter_ : int

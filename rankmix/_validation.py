@@ -57,7 +57,9 @@ def check_rankings(
         (top-t) rankings are padded with -1 after their last item. May be a
         NumPy array of any integer dtype, a float array whose values are all
         integers, or a list (or tuple) of sequences, possibly of unequal
-        lengths, which are then padded with -1.
+        lengths, which are then padded with -1; a 1-D container of such
+        sequences (a pandas Series of lists, an object array of arrays) reads
+        as that list.
 
     n_items : int, default=None
         Number of items. If given, every item id must lie in ``[0, n_items)``
@@ -506,10 +508,11 @@ def _as_numeric_array(X, input_name):
             array.dtype == object
             and array.ndim == 1
             and len(array)
-            and all(map(isinstance, array, repeat(_ROW_TYPES)))
+            and any(map(isinstance, array, repeat(_ROW_TYPES)))
         ):
             # a 1-D container of rankings (a pandas Series of lists, an object
-            # array of arrays): its rows, as a list of them would give
+            # array of arrays): its rows, as a list of them would give (and
+            # the same errors, for a missing row)
             return _as_numeric_array(list(array), input_name)
 
     def locate(position):
@@ -943,8 +946,9 @@ def check_theta(theta, *, n_stages, n_centres=1, n_items=None, input_name="theta
     Parameters
     ----------
     theta : float or array-like of shape (n,) or (n_centres, n)
-        Non-negative, finite dispersion per stage, ``n >= n_stages``; a scalar is
-        the same theta at every stage, a 1-D array is shared by all centres.
+        Non-negative, finite dispersion per stage, ``n >= n_stages`` (or
+        ``n_items - 1``, see ``n_items``); a scalar is the same theta at every
+        stage, a 1-D array is shared by all centres.
     n_stages : int
         The number of stages needed (the longest ranking).
     n_centres : int, default=1

@@ -32,7 +32,8 @@ def check_count_weights(sample_weight, X, purpose="fit"):
 
     Returns None for None, else an intp array. Raises ValueError naming the
     first bad row, or TypeError for non-numeric weights. ``purpose`` is "fit",
-    which repeats the rows in memory (their total is capped), or "score".
+    which repeats the rows in memory (their total is capped at 2**32), or what
+    else the counts are for ("score", "plot"; at most 2**53 in all).
     """
     if sample_weight is None:
         return None
@@ -63,6 +64,11 @@ def check_count_weights(sample_weight, X, purpose="fit"):
             f"sample_weight must hold non-negative integers (a row of weight w "
             f"stands for w identical rows); row {row} has {value!r}. A "
             "fractional weight has no exact meaning in a DP mixture."
+        )
+    if purpose != "fit" and values.sum() > 2**53:
+        raise ValueError(
+            f"sample_weight sums to {values.sum():.3g} rows, more than 2**53, "
+            "past which counts are not exact integers."
         )
     if purpose == "fit" and values.sum() > MAX_WEIGHTED_ROWS:
         raise ValueError(

@@ -211,7 +211,7 @@ def plot_rank_heatmap(
             f"{function}: X must be the {len(model.labels_)} rankings the model "
             f"was fitted on; got {len(X)} rankings."
         )
-    counts = check_count_weights(sample_weight, X)
+    counts = check_count_weights(sample_weight, X, purpose="plot")
     counts = np.ones(len(X), dtype=np.intp) if counts is None else counts
     # bincount weighs in floats: the counts are integers, and so are the sizes
     sizes = np.bincount(model.labels_, weights=counts, minlength=model.n_clusters_)

@@ -129,6 +129,8 @@ def test_full_rankings_need_no_theta_for_their_last_place():
         mallows.top_k_probabilities([0, 1, 2], short, k=3),
         mallows.top_k_probabilities([0, 1, 2], padded, k=3),
     )
+    X, _, _ = make_mallows_mixture(2, 5, n_items=3, t=3, theta=short, random_state=0)
+    assert X.shape == (10, 3)
     # a top-2 ranking's second place is not the last: its theta is needed
     with pytest.raises(ValueError, match="need 2"):
         mallows.log_likelihood([[0, 1]], [0, 1, 2], [1.0])

@@ -387,6 +387,9 @@ def test_one_dimensional_containers_of_rankings_read_as_their_rows():
     pd = pytest.importorskip("pandas")
     assert_array_equal(check_rankings(pd.Series(rows)), expected)
     assert_array_equal(check_rankings(pd.Series(map(tuple, rows))), expected)
+    # a missing row is named as in a list
+    with pytest.raises(ValueError, match="Row 1 of X is not a sequence"):
+        check_rankings(pd.Series([[0, 1], None, [2]]))
 
 
 @pytest.mark.parametrize("missing", [None, "pandas"])

@@ -155,7 +155,7 @@ def make_mallows_mixture(
             f"of {t_max} places in {n_clusters} clusters, more than NumPy can "
             "allocate."
         )
-    thetas = check_theta(theta, n_stages=t_max, n_centres=1)[0, :t_max]
+    thetas = check_theta(theta, n_stages=t_max, n_items=n_items)[0, :t_max]
 
     rng = check_random_state(random_state)
     with sized_by("n_items", n_items):
