@@ -78,13 +78,9 @@ def rhat(draws):
     reads chains that sit on one clustering, their log joints a few units in
     the last place apart, as chains that disagree.
     """
-    draws = np.asarray(draws, dtype=np.float64)
-    half = draws.shape[1] // 2
-    if half < 2:
+    halves = _split_halves(draws)
+    if halves is None:
         return np.nan
-    halves = _ties_within_rounding(
-        np.concatenate([draws[:, :half], draws[:, -half:]])
-    )
     folded = np.abs(halves - np.median(halves))
     return max(
         _classic_rhat(_normal_scores(halves)), _classic_rhat(_normal_scores(folded))
@@ -148,14 +144,20 @@ def ess(draws):
     rho_{2k} + rho_{2k+1} are added while positive) made monotone, and
     ESS = M n / tau with tau = -1 + 2 sum_t rho_t.
     """
+    halves = _split_halves(draws)
+    if halves is None:
+        return np.nan
+    return _ess_of_normal_scores(_normal_scores(halves))
+
+
+def _split_halves(draws):
+    """(2 n_chains, n_draws // 2): each chain's first and last halves, values
+    apart by rounding alone tied; None with fewer than 4 draws per chain."""
     draws = np.asarray(draws, dtype=np.float64)
     half = draws.shape[1] // 2
     if half < 2:
-        return np.nan
-    halves = _ties_within_rounding(
-        np.concatenate([draws[:, :half], draws[:, -half:]])
-    )
-    return _ess_of_normal_scores(_normal_scores(halves))
+        return None
+    return _ties_within_rounding(np.concatenate([draws[:, :half], draws[:, -half:]]))
 
 
 def _ties_within_rounding(x):

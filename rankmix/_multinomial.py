@@ -482,4 +482,5 @@ def _csr_entries(matrix, rows, columns):
     if not len(keys):
         return np.zeros(len(wanted))
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    return np.where(keys[at] == wanted, matrix.data[at], 0.0).astype(np.float64)
+    entries = np.where(keys[at] == wanted, matrix.data[at], 0.0)
+    return entries.astype(np.float64, copy=False)

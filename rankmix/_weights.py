@@ -65,16 +65,16 @@ def check_count_weights(sample_weight, X, purpose="fit"):
             f"stands for w identical rows); row {row} has {value!r}. A "
             "fractional weight has no exact meaning in a DP mixture."
         )
-    if purpose != "fit" and values.sum() > 2**53:
-        raise ValueError(
-            f"sample_weight sums to {values.sum():.3g} rows, more than 2**53, "
-            "past which counts are not exact integers."
-        )
     if purpose == "fit" and values.sum() > MAX_WEIGHTED_ROWS:
         raise ValueError(
             f"sample_weight sums to {values.sum():.3g} rows, more than the "
             f"{MAX_WEIGHTED_ROWS:.3g} (2**32) a fit holds: the rows are repeated in "
             "memory."
+        )
+    if values.sum() > 2**53:
+        raise ValueError(
+            f"sample_weight sums to {values.sum():.3g} rows, more than 2**53, "
+            "past which counts are not exact integers."
         )
     counts = values.astype(np.intp)
     if counts.sum() == 0:
