@@ -494,7 +494,8 @@ class BaseDPMixture(
         self.trace_ = posterior.trace
         self._moves = posterior.moves
         self.rhat_, self.ess_ = convergence_summary(self.trace_, self.burn_in)
-        self._burn_in = self.burn_in  # the traces' split, whatever set_params does
+        # the traces' split and the kept draws' spacing, whatever set_params does
+        self._burn_in, self._thin = self.burn_in, self.thin
         self.n_iter_ = sweeps_done + self.n_iter
         self._draws = posterior.parameters
         # A Dask fit's trimmed draws are rebuilt where its rows are, while the
@@ -1076,6 +1077,9 @@ class BaseDPMixture(
           ``label_samples_``) and every training row, the log predictive density
           of the row under that draw with the row left out of its cluster (see
           Notes). ``arviz.loo``, ``arviz.waic`` and ``arviz.compare`` read it.
+          Its ``draw`` coordinate numbers the sweeps after burn-in, as the
+          ``posterior``'s does: with ``thin=2`` its draws are 0, 2, 4, ...,
+          so xarray lines each kept draw up with the traces of its own sweep.
           With ``sample_weight`` the rows are those the chains fitted: each row
           of X as often as its weight (``sum(sample_weight)`` of them, rows of
           weight 0 absent), the observations of the repeated data.
@@ -1175,8 +1179,19 @@ class BaseDPMixture(
         # default is False)
         options = {"dims": dims, "save_warmup": burn_in > 0}
         if int(arviz.__version__.split(".")[0]) >= 1:
-            return arviz.from_dict(groups, **options)
-        return arviz.from_dict(**groups, **options)
+            idata = arviz.from_dict(groups, **options)
+        else:
+            idata = arviz.from_dict(**groups, **options)
+        if log_likelihood:
+            # ArviZ numbers every group's draws 0, 1, 2, ...: the thinned draws
+            # would line up with the wrong sweeps of the posterior's traces
+            kept = idata["log_likelihood"]
+            kept = kept.to_dataset() if hasattr(kept, "to_dataset") else kept
+            n_sweeps = trace["log_joint"].shape[1] - burn_in
+            idata["log_likelihood"] = kept.assign_coords(
+                draw=np.arange(0, n_sweeps, self._thin)
+            )
+        return idata
 
     def _acceptance_rates(self):
         """``<move>_acceptance`` per sweep of the Metropolis-Hastings moves that

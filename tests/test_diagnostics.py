@@ -122,16 +122,37 @@ def test_to_inference_data_exports_the_traces(Estimator, X, params):
         assert_array_equal(posterior[name].values, model.trace_[name][:, 10:])
 
 
+class _FakeTree(dict):
+    """What ArviZ 1's ``from_dict`` returns, as far as rankmix reads it: a
+    DataTree whose groups are nodes with ``to_dataset``."""
+
+    def __init__(self, groups):
+        xr = pytest.importorskip("xarray")
+        super().__init__()
+        for name, variables in groups.items():
+            dataset = xr.Dataset(
+                {
+                    key: (("chain", "draw", "row")[: np.ndim(value)], value)
+                    for key, value in variables.items()
+                }
+            )
+            self[name] = types.SimpleNamespace(to_dataset=lambda d=dataset: d)
+
+
 def test_to_inference_data_speaks_the_arviz_1_api(monkeypatch):
     # ArviZ >= 1.0 takes one dict of groups; warmup groups need save_warmup
     calls = []
-    fake = types.SimpleNamespace(
-        __version__="1.3.0",
-        from_dict=lambda *args, **kwargs: calls.append((args, kwargs)) or "tree",
-    )
-    model = fit(DPGaussianClustering, VECTORS, n_chains=2)
+
+    def from_dict(*args, **kwargs):
+        calls.append((args, kwargs))
+        return _FakeTree(args[0])
+
+    fake = types.SimpleNamespace(__version__="1.3.0", from_dict=from_dict)
+    model = fit(DPGaussianClustering, VECTORS, n_chains=2, thin=3)
     monkeypatch.setitem(sys.modules, "arviz", fake)
-    assert model.to_inference_data() == "tree"
+    tree = model.to_inference_data()
+    # the node replaced by a dataset whose draws number the kept sweeps
+    assert_array_equal(tree["log_likelihood"]["draw"], [0, 3, 6, 9, 12, 15, 18])
     (groups,), kwargs = calls[0]
     assert kwargs == {"save_warmup": True, "dims": {"x": ["row"]}}
     assert set(groups) == {
@@ -146,6 +167,33 @@ def test_to_inference_data_speaks_the_arviz_1_api(monkeypatch):
     )
     assert_array_equal(
         groups["warmup_posterior"]["n_clusters"], model.trace_["n_clusters"][:, :10]
+    )
+
+
+@pytest.mark.parametrize("thin", [1, 3])
+def test_to_inference_data_lines_kept_draws_up_with_their_sweeps(thin):
+    # the posterior holds every sweep after burn-in, the log-likelihood the
+    # kept ones: their draw coordinates must name the same sweeps, or xarray
+    # pairs a kept draw with another sweep's trace
+    pytest.importorskip("arviz")
+    model = fit(DPGaussianClustering, VECTORS, n_chains=2, thin=thin)
+    idata = model.to_inference_data()
+    posterior, kept = idata["posterior"], idata["log_likelihood"]
+    assert_array_equal(posterior["draw"], np.arange(20))
+    assert_array_equal(kept["draw"], np.arange(0, 20, thin))
+    # a kept draw's pointwise values are those of its own sweep's clustering:
+    # the clustering's number of clusters is the trace's at that sweep
+    per_draw = model.label_samples_.reshape(2, -1, len(VECTORS))
+    n_clusters = np.array([[len(np.unique(d)) for d in chain] for chain in per_draw])
+    aligned = posterior["n_clusters"].sel(draw=kept["draw"])
+    assert_array_equal(aligned.values, n_clusters)
+    # arithmetic across the groups keeps the kept sweeps only
+    both = posterior["log_joint"] + kept["x"].sum("row")
+    assert_array_equal(both["draw"], np.arange(0, 20, thin))
+    # set_params after the fit does not move the coordinates
+    model.set_params(thin=7)
+    assert_array_equal(
+        model.to_inference_data()["log_likelihood"]["draw"], kept["draw"]
     )
 
 
