@@ -173,9 +173,10 @@ def _add_fit_parser(commands):
             ".toi are read as PrefLib files, one ranking per ballot."
         ),
         epilog=(
-            "Exit codes: 0 success; 2 bad options, a malformed or misread file "
-            "(the message names the line), or an output file that cannot be "
-            "written; 130 interrupted."
+            "Exit codes: 0 success; 1 the reader of stdout closed it early "
+            "(the output files are written); 2 bad options, a malformed or "
+            "misread file (the message names the line), or an output file that "
+            "cannot be written; 130 interrupted."
         ),
     )
     fit.add_argument("file", metavar="FILE", help="the rankings")
@@ -578,7 +579,14 @@ def _run_fit(args):
         verbose=int(args.verbose),
     )
     fit_time, messages = fit_model(model, X[fitted])
-    summary = _summarise(model, X, fitted, names)
+    if args.labels is not None and len(fitted) < len(X) and args.verbose:
+        # after the progress bar ends: predicting many rankings takes a while
+        print(
+            f"predicting the clusters of the {len(X) - len(fitted)} rankings left "
+            "out by --subsample",
+            file=sys.stderr,
+        )
+    summary = _summarise(model, X, fitted, names, labels=args.labels is not None)
     # The files first: a reader of stdout that stops early (head) must not
     # cost the results of a long fit.
     _write_outputs(args, data, model, summary, burn_in, fit_time, messages)
@@ -645,7 +653,7 @@ def _check_outputs(args):
             raise InputError(f"{where}: cannot write there (permission denied)")
 
 
-def _summarise(model, X, fitted, names):
+def _summarise(model, X, fitted, names, labels=True):
     """What the printed summary and the JSON file share.
 
     Parameters
@@ -658,25 +666,35 @@ def _summarise(model, X, fitted, names):
         The rows of ``X`` the model was fitted to (all, unless --subsample).
     names : list of str
         Item names by id.
+    labels : bool, default=True
+        Whether to give the cluster of every ranking (for --labels): the
+        rankings left out by --subsample are then predicted, which costs more
+        than a short fit of a large file.
 
     Returns
     -------
     summary : dict
         ``order`` (model labels, largest cluster first), ``sizes``,
         ``number`` (the printed number of each model label), ``labels`` (the
-        printed cluster of every ranking of ``X``), ``n_ranks`` (the thetas that
-        carry information), ``min_size`` and the R-hats.
+        printed cluster of every ranking of ``X``, or None), ``n_ranks`` (the
+        thetas that carry information), ``min_size`` and the R-hats.
     """
     sizes = np.bincount(model.labels_, minlength=model.n_clusters_)
     order = np.argsort(-sizes, kind="stable")
     number = np.empty_like(order)
     number[order] = np.arange(1, len(order) + 1)
-    labels = np.empty(len(X), dtype=np.intp)
-    if len(fitted) < len(X):
-        # The rankings left out by --subsample get the cluster the model
-        # predicts; cut to the fitted width, the model has no theta beyond it.
-        labels[:] = model.predict(X[:, : model.n_features_in_])
-    labels[fitted] = model.labels_
+    if labels:
+        labels = np.empty(len(X), dtype=np.intp)
+        left_out = np.ones(len(X), dtype=bool)
+        left_out[fitted] = False
+        if left_out.any():
+            # The rankings left out by --subsample get the cluster the model
+            # predicts; cut to the fitted width, the model has no theta beyond it.
+            labels[left_out] = model.predict(X[left_out, : model.n_features_in_])
+        labels[fitted] = model.labels_
+        labels = number[labels]
+    else:
+        labels = None
     # The last stage of a full ranking has one item left: its theta has no
     # data to tell it (beta-gibbs returns about log n_k, an artefact of the
     # infinite-items approximation). Stages j < n_items - 1 remain.
@@ -686,7 +704,7 @@ def _summarise(model, X, fitted, names):
         "sizes": sizes,
         "order": order,
         "number": number,
-        "labels": number[labels],
+        "labels": labels,
         "n_ranks": n_ranks,
         "min_size": max(MIN_CLUSTER_SIZE, math.ceil(MIN_CLUSTER_SHARE * len(fitted))),
         "rhat_log_joint": _rhat_or_none(model.trace_["log_joint"][:, burn_in:]),

@@ -48,8 +48,22 @@ def fit_model(model, X):
             model.fit(X)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-    messages = list(dict.fromkeys(str(warning.message) for warning in caught))
+    messages = list(dict.fromkeys(_for_the_command_line(w.message) for w in caught))
     return time.perf_counter() - start, messages
+
+
+def _for_the_command_line(message):
+    """A warning's text, its advice in the command line's options: the Python
+    advice (``warm_start``, ``trace_``) has nothing to act on there."""
+    text = str(message)
+    if text.startswith("The chains disagree:"):
+        verdict = text.split(" Increase n_iter")[0]
+        return (
+            f"{verdict} Run more sweeps (--n-iter, and --burn-in with them) or "
+            "try another --sampler; --json keeps the R-hats, --save the traces "
+            "(trace_ of the saved model)."
+        )
+    return text
 
 
 def n_clusters_per_draw(label_samples, min_size=1):

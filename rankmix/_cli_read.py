@@ -374,6 +374,11 @@ def _split(line, dialect, where):
     )
 
 
+# Fillers of the unfilled positions of fixed-width top-t files, lower case:
+# one repeated to the end of a line suggests --missing.
+_PADDING_TOKENS = frozenset({"0", "-1", "-", ".", "na", "n/a", "nan", "none", "null"})
+
+
 def _check_ranking(names, where, delimiter, missing, hint):
     """The stripped names of one line, after checking them; an InputError if bad."""
     names = [name.strip() for name in names]
@@ -402,9 +407,19 @@ def _check_ranking(names, where, delimiter, missing, hint):
             )
         _check_name(name, where, tab_hint if "\t" in name else "")
         if name in seen:
+            padding = ""
+            if (
+                missing is None
+                and name.lower() in _PADDING_TOKENS
+                and all(n == name for n in names[seen[name] - 1 :])
+            ):
+                # a usual filler to the end of the line: top-t rankings padded
+                # to a fixed width
+                padding = f"; if {name!r} pads shorter rankings, pass --missing {name}"
             raise InputError(
                 f"{where}: item {name!r} appears twice (positions {seen[name]} "
-                f"and {position}); the items of a ranking must be distinct{hint}"
+                f"and {position}); the items of a ranking must be distinct"
+                f"{padding}{hint}"
             )
         seen[name] = position
     return names
@@ -522,7 +537,7 @@ def read_preflib_rankings(path, *, ties="raise"):
     -------
     data : RankingData
         One ranking per ballot: each distinct order repeated ``count`` times,
-        since the estimators have no sample weights. Ballots of one order come
+        what --labels and --subsample count. Ballots of one order come
         together, orders in the order of the file's lines.
 
     Raises

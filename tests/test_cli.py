@@ -15,7 +15,9 @@ import pytest
 import rankmix
 from rankmix import DPMallowsClustering
 from rankmix._cli import _format_cluster, _prog_name, main
+from rankmix._cli_common import fit_model
 from rankmix._cli_read import parse_delimiter, read_rankings, read_text_rankings
+from rankmix._diagnostics import warn_if_chains_disagree
 from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE
 
 FAST = ["--n-iter", "10", "--burn-in", "5", "--chains", "1", "--seed", "0"]
@@ -208,6 +210,12 @@ MALFORMED = {
         "rankings.txt",
         "a,b,c\nb,a\n\n# comment\nc,a\nc,b\na,b\nb,a\nc,b,b\n",
         "line 9: item 'b' appears twice",
+    ),
+    "padding without --missing": (
+        "top3.csv",
+        "3,1,2\n2,0,0\n1,3,2\n",
+        "line 2: item '0' appears twice (positions 2 and 3); the items of a ranking "
+        "must be distinct; if '0' pads shorter rankings, pass --missing 0",
     ),
     "only commas": (
         "rankings.txt",
@@ -581,6 +589,50 @@ def test_fit_shared_preflib_files(shared_data, capsys, tmp_path, folder, name):
     assert sum(printed_sizes(out)) == 40
     # --labels covers every ballot, not only the subsample
     assert len(labels.read_text().split()) == n_ballots
+
+
+def test_chains_that_disagree_get_advice_in_options():
+    # the estimators' advice (warm_start, trace_) has nothing to act on here
+    class Disagreeing:
+        def fit(self, X):
+            warn_if_chains_disagree(
+                np.array([[0.0, 1.0, 0.0, 1.0], [9.0, 8.0, 9.0, 8.0]])
+            )
+
+    _, messages = fit_model(Disagreeing(), None)
+    (message,) = messages
+    assert message.startswith("The chains disagree: R-hat of the log joint")
+    assert "--n-iter" in message and "--sampler" in message
+    assert "warm_start" not in message
+
+
+def test_subsample_predicts_the_left_out_rankings_only_for_labels(
+    rankings_file, capsys, tmp_path, monkeypatch
+):
+    # predicting every ballot of a large file costs more than the short fit
+    # --subsample is for: only --labels needs it, and only the left-out rows
+    predicted = []
+    predict = DPMallowsClustering.predict
+
+    def recording(self, X):
+        predicted.append(len(X))
+        return predict(self, X)
+
+    monkeypatch.setattr(DPMallowsClustering, "predict", recording)
+    options = ["fit", str(rankings_file), *FAST, "--subsample", "9"]
+    code, out, err = run([*options, "--verbose"], capsys)
+    assert code == 0 and predicted == [] and "predicting" not in err
+    labels = tmp_path / "labels.txt"
+    code, out, err = run([*options, "--verbose", "--labels", str(labels)], capsys)
+    assert code == 0 and predicted == [N_GROUPS - 9]
+    assert f"predicting the clusters of the {N_GROUPS - 9} rankings left out" in err
+    written = labels.read_text().split()
+    assert len(written) == N_GROUPS and all(int(label) >= 1 for label in written)
+    # without --subsample nothing is predicted
+    code, _, _ = run(
+        ["fit", str(rankings_file), *FAST, "--labels", str(labels)], capsys
+    )
+    assert code == 0 and predicted == [N_GROUPS - 9]
 
 
 @pytest.mark.parametrize(
