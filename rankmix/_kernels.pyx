@@ -40,7 +40,7 @@ mentions have zero rows and identical columns and are handled as one block.
 import numpy as np
 from collections import namedtuple
 
-from libc.math cimport INFINITY, exp, expm1, fabs, floor, log, sqrt
+from libc.math cimport INFINITY, exp, expm1, fabs, floor, fmin, log, sqrt
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
@@ -1231,18 +1231,72 @@ cdef double theta_log_normaliser(double a, double b, intp_t m) noexcept nogil:
 
     So that density (10) can be evaluated, not only sampled: the split-merge move
     proposes theta from it and needs its value. The integrand is log-concave:
-    each side of the mode is bracketed where it has fallen by 40 nats (beyond,
-    concavity bounds the tail by e^-40 of the mass), starting from the Laplace
-    width 1 / sqrt(b Var k) (or 1 / a where that curvature vanishes) and
-    doubling, then integrated by Simpson's rule. a > 0 is required.
+    each side of the mode is bracketed where it has fallen by NORMALISER_DROP
+    nats (beyond, concavity bounds the tail by e^-30 of the mass), doubling from
+    where it has fallen by one nat, then integrated by Simpson's rule. a > 0 is
+    required.
+
+    The one-nat distance is searched from a guess: the Laplace width 1 / sqrt(b
+    Var k) at an inner mode, at most 1 / |slope| at a mode at 0 (or 1 / a where
+    the curvature vanishes). Bracketing from the Laplace width alone missed
+    the mass of a mode at 0 narrower than it: at a = 1e8, b = 1, m = 1 the
+    mass lies within 1e-8 of 0 and the width is 2, and the value was 4.8 nats
+    too large.
     """
-    cdef double mode = theta_mode(a, b, m), top, mean, var, width
+    cdef double mode = theta_mode(a, b, m), top, mean, var, guess, slope
     top = theta_log_density(mode, a, b, m)
     code_moments(mode, m, &mean, &var)
-    width = 1.0 / sqrt(b * var) if b * var > 0.0 else 1.0 / a
+    guess = 1.0 / sqrt(b * var) if b * var > 0.0 else INFINITY
+    if mode == 0.0:
+        slope = -theta_log_slope(0.0, a, b, m)  # >= 0 at a mode at 0
+        if slope > 0.0:
+            guess = fmin(guess, 1.0 / slope)
+    if not guess < INFINITY:
+        guess = 1.0 / a
     return top + log(
-        _simpson_side(a, b, m, top, _side_end(a, b, m, top, mode, -width), mode)
-        + _simpson_side(a, b, m, top, mode, _side_end(a, b, m, top, mode, width)))
+        _simpson_side(a, b, m, top, _side_end(
+            a, b, m, top, mode, -_one_nat(a, b, m, top, mode, -1.0, guess)), mode)
+        + _simpson_side(a, b, m, top, mode, _side_end(
+            a, b, m, top, mode, _one_nat(a, b, m, top, mode, 1.0, guess))))
+
+
+cdef double _one_nat(double a, double b, intp_t m, double top, double mode,
+                     double sign, double guess) noexcept nogil:
+    """How far from the mode, on the side ``sign`` gives, the log density has
+    fallen by one nat, to a few percent (the mode itself on the left, if it does
+    not fall that far before 0): bracketed from ``guess`` by doubling or
+    halving, then bisected."""
+    cdef double inner, outer = guess, mid
+    cdef intp_t it
+    if sign < 0.0:
+        if mode <= 0.0:
+            return 0.0
+        if theta_log_density(0.0, a, b, m) - top > -1.0:
+            return mode
+        outer = fmin(outer, mode)
+    if theta_log_density(mode + sign * outer, a, b, m) - top > -1.0:
+        inner = outer
+        while True:
+            outer = inner * 2.0
+            if sign < 0.0 and outer >= mode:
+                outer = mode  # falls by a nat before 0, as checked above
+                break
+            if theta_log_density(mode + sign * outer, a, b, m) - top <= -1.0:
+                break
+            inner = outer
+    else:
+        for it in range(2200):  # down to the smallest doubles
+            inner = 0.5 * outer
+            if inner == 0.0 or theta_log_density(mode + sign * inner, a, b, m) - top > -1.0:
+                break
+            outer = inner
+    for it in range(6):
+        mid = 0.5 * (inner + outer)
+        if theta_log_density(mode + sign * mid, a, b, m) - top > -1.0:
+            inner = mid
+        else:
+            outer = mid
+    return outer
 
 
 cdef double _side_end(double a, double b, intp_t m, double top, double mode,

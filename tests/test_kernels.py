@@ -445,6 +445,54 @@ def test_theta_log_normaliser_matches_quadrature(a, b, m):
     )
 
 
+def _reference_log_normaliser(a, b, m):
+    """log I(a, b, m) where one term dominates, by hand: at a mode at 0 the
+    integrand is psi_m(0)^-b e^(-(a - b m / 2) theta) to first order (valid when
+    a - b m / 2 >> sqrt(b Var k)); at an inner mode of a large b, Laplace's
+    approximation (relative error O(1 / b))."""
+    k = np.arange(m + 1.0)
+
+    def moments(theta):
+        w = np.exp(-theta * k)
+        w /= w.sum()
+        return w @ k, w @ k**2 - (w @ k) ** 2
+
+    slope0 = -a + b * m / 2.0
+    if slope0 <= 0:
+        return -np.log(-slope0) - b * np.log(m + 1.0)
+    from scipy.optimize import brentq
+
+    mode = brentq(lambda t: -a + b * moments(t)[0], 0.0, 50.0, xtol=1e-15)
+    top = -a * mode - b * np.log(np.exp(-mode * k).sum())
+    return top + 0.5 * np.log(2 * np.pi / (b * moments(mode)[1]))
+
+
+@pytest.mark.parametrize(
+    "a, b, m",
+    [
+        # inner modes narrower than 1 / a (b Var k >> a^2): the Python
+        # normaliser stepped in units of 1 / a and lost the mass right of
+        # the mode, log 2 and more
+        (1e8, 1e8, 5),
+        (1e10, 1e10, 19),
+        (1e12, 1e12, 3),
+        # modes at 0 narrower than the Laplace width: the compiled one
+        # bracketed its sides from that width and missed the mass
+        (1e8, 1.0, 1),
+        (1e12, 1e-8, 1),
+        (1e6, 10.0, 5),
+    ],
+)
+def test_theta_log_normaliser_where_one_term_dominates(a, b, m):
+    from rankmix._mallows import log_theta_normaliser
+
+    expected = _reference_log_normaliser(a, b, m)
+    # the log-density's terms cancel to |top| * 1e-15 or so in double precision
+    atol = 1e-6 + 1e-14 * abs(expected)
+    assert_allclose(_kernels.theta_log_normaliser_wrapper(a, b, m), expected, atol=atol)
+    assert_allclose(log_theta_normaliser(a, b, m), expected, atol=atol)
+
+
 def test_exact_theta_sampler_refuses_improper_targets():
     with pytest.raises(ValueError, match="a > 0"):
         _kernels.exact_sample_theta(0.0, 1.0, 3, 1, np.random.PCG64(0))
