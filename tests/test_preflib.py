@@ -10,6 +10,7 @@ import functools
 import http.server
 import io
 import shutil
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -571,6 +572,23 @@ def test_retries_give_up(tmp_path, flaky_server):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_name_that_does_not_resolve_is_not_retried(tmp_path, monkeypatch):
+    # offline: the host name will not resolve on a second try either
+    calls = []
+
+    def urlopen(url, timeout):
+        calls.append(url)
+        raise urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    with pytest.raises(OSError, match=r"Name or service not known; 1 try\)"):
+        _fetchers._download(
+            "https://example.invalid/t.soc", str(tmp_path / "t.soc"), delay=10.0
+        )
+    assert len(calls) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- named data sets --------------------------------------------------------
 
 
@@ -640,6 +658,24 @@ def test_load_apa1980(shared_data):
     ranks = read_csv(shared_data / "apa1980" / "apa1980_complete_permallows.csv")
     complete = apa.data[ranking_lengths(apa.data) == 5]
     assert_array_equal(sorted_rows(complete), sorted_rows(np.argsort(ranks, axis=1)))
+
+
+def test_load_apa1980_refuses_a_rank_matrix(shared_data, tmp_path):
+    # PerMallows' file holds each candidate's rank: its rows are valid
+    # orderings too, the inverse permutations, so only the header tells
+    path = shared_data / "apa1980" / "apa1980_complete_permallows.csv"
+    with pytest.raises(ValueError, match="line 3: expected the header") as excinfo:
+        load_apa1980(path)
+    assert "'rank_of_c1," in str(excinfo.value)
+    assert "ranks_to_orderings" in str(excinfo.value)
+    # another header of 5 fields says what it expects, without the hint
+    other = write(tmp_path, "a,b,c,d,e\n5,0,0,0,0\n")
+    with pytest.raises(ValueError, match="line 1: expected the header") as excinfo:
+        load_apa1980(other)
+    assert "ranks_to_orderings" not in str(excinfo.value)
+    # case and spaces do not matter
+    spaced = write(tmp_path, "Rank1, RANK2,rank3 ,rank4,rank5\n5,0,0,0,0\n")
+    assert_array_equal(load_apa1980(spaced).data, [[4]])
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ a cache folder on the user's machine, and reads it with :func:`load_preflib`
 import hashlib
 import os
 import shutil
+import socket
 import tempfile
 import time
 import urllib.error
@@ -275,7 +276,8 @@ def _download(url, path, *, sha256=None, n_retries=None, delay=None):
     The parse check reads ties leniently: whether the caller accepts a file with
     ties is decided when the cached file is read, so such a file is cached once.
     Passing failures (no answer, a refused connection, a 5xx answer) are retried
-    ``n_retries`` times with a growing delay; a 4xx answer is final.
+    ``n_retries`` times with a growing delay; a 4xx answer, and a host name that
+    does not resolve (no network), are final.
     """
     n_retries = _N_RETRIES if n_retries is None else n_retries
     delay = _RETRY_DELAY if delay is None else delay
@@ -302,10 +304,13 @@ def _download(url, path, *, sha256=None, n_retries=None, delay=None):
                         f"{exc.reason}. Check the name and base_url."
                     ) from exc
             except OSError as exc:  # URLError, timeouts, refused connections
-                if attempt == n_retries:
-                    reason = getattr(exc, "reason", exc)
+                reason = getattr(exc, "reason", exc)
+                # a host name that does not resolve (offline, no DNS) stays so:
+                # retrying only makes the user wait
+                if attempt == n_retries or isinstance(reason, socket.gaierror):
+                    tries = "1 try" if attempt == 0 else f"{attempt + 1} tries"
                     raise OSError(
-                        f"Cannot download {url} ({reason}; {n_retries + 1} tries), "
+                        f"Cannot download {url} ({reason}; {tries}), "
                         f"and {file_name} is not in the cache folder {folder}. "
                         "Connect to the internet, or copy the file into that "
                         "folder by hand."
@@ -665,10 +670,7 @@ def load_apa1980(file):
             if not line or line.startswith("#"):
                 continue
             if not seen_header:
-                if not line.lower().startswith("rank"):
-                    raise reader.fault(
-                        lineno, "expected the header line rank1,rank2,...,rank5."
-                    )
+                _check_apa1980_header(reader, line, lineno)
                 seen_header = True
                 continue
             reader.n_lines += 1
@@ -687,6 +689,31 @@ def load_apa1980(file):
         "Statistics. IMS Lecture Notes 11, 1988; R package PLMIX (GPL >= 2).\n"
     )
     return bunch
+
+
+def _check_apa1980_header(reader, line, lineno):
+    """Refuse a header other than rank1,...,rank5 (the positions, best first).
+
+    A header that names the candidates (PerMallows' ``rank_of_c1``, ...) heads
+    a rank matrix, whose rows would read as inverted orderings, valid ones.
+    """
+    names = [name.strip().lower() for name in line.split(",")]
+    expected = [f"rank{k}" for k in range(1, _APA1980_N_CANDIDATES + 1)]
+    if names == expected:
+        return
+    hint = ""
+    if len(names) == _APA1980_N_CANDIDATES and names[0].startswith("rank"):
+        hint = (
+            " This header may name the rank each candidate got (a rank matrix, "
+            "as PerMallows and BayesMallows store the ballots), whose rows are "
+            "not orderings: convert them with "
+            "rankmix.preprocessing.ranks_to_orderings."
+        )
+    raise reader.fault(
+        lineno,
+        f"expected the header line {','.join(expected)} (the candidates in "
+        f"positions 1 to 5, best first), got {line!r}.{hint}",
+    )
 
 
 def _apa1980_ballot(reader, line, lineno):
