@@ -18,7 +18,7 @@ from ._gaussian_kernels import describe_states as describe_niw_states
 from ._isotropic_kernels import IsotropicModel
 from ._isotropic_kernels import describe_states as describe_isotropic_states
 from ._sklearn_compat import Interval, StrOptions
-from ._validation import real_parameter, validate_numbers
+from ._validation import MAX_PRIOR_STRENGTH, real_parameter, validate_numbers
 from ._warnings import warn
 
 # Default prior (see the class Notes): the prior mean of a cluster's precision is
@@ -58,7 +58,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         means ``n_features + 2`` (``"full"``) or 3 (``"diag"``, ``"spherical"``),
         the smallest integer for which the prior mean of the covariance exists
         (see Notes). For ``"spherical"`` it is twice the shape of the
-        inverse-gamma prior of sigma^2, one for all features. Ignored for
+        inverse-gamma prior of sigma^2, one for all features. At most 1e12,
+        beyond which the densities keep no significant digit. Ignored for
         ``"fixed"``.
     kappa : float, default=0.1
         Precision scaling kappa_0 of the prior of each cluster's mean,
@@ -622,6 +623,14 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             raise ValueError(
                 f"nu must be > n_features - 1 = {low} for covariance_type='full' "
                 f"(the inverse-Wishart is improper otherwise), got {self.nu}."
+            )
+        if self.nu > MAX_PRIOR_STRENGTH:
+            raise ValueError(
+                f"nu={self.nu:g} is too large: the covariance prior's degrees of "
+                f"freedom must be at most {MAX_PRIOR_STRENGTH:g}. Beyond, the "
+                "predictive densities keep no significant digit; such a prior "
+                "fixes the covariance anyway: pass it as covariance_prior with "
+                "covariance_type='fixed'."
             )
         return float(self.nu)
 

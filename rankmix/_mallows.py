@@ -26,6 +26,7 @@ from ._mallows_chain import MallowsChain
 from ._posterior import cumulative_probability_consensus
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import (
+    MAX_PRIOR_STRENGTH,
     check_query_rankings,
     check_training_rankings,
     ranking_lengths,
@@ -896,7 +897,6 @@ MAX_CHAIN_ITEMS = 2**14
 # gives a log joint of -inf, nu * r = 1e15 a sampler that never returns). A
 # rate below 1e-300 leaves the prior flat up to theta ~ 1e300, the edge of the
 # double range, and its normaliser cannot be integrated.
-MAX_PRIOR_STRENGTH = 1e12
 MIN_PRIOR_RATE = 1e-300
 
 

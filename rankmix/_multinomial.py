@@ -13,7 +13,12 @@ from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import float_sums, is_dask_array
 from ._multinomial_kernels import DirichletMultinomial, row_statistics
 from ._sklearn_compat import Interval
-from ._validation import real_parameter, sized_by, validate_numbers
+from ._validation import (
+    MAX_PRIOR_STRENGTH,
+    real_parameter,
+    sized_by,
+    validate_numbers,
+)
 
 _DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.int8, np.uint8]
 
@@ -37,7 +42,8 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         starting value.
     dirichlet_prior : float or array-like of shape (n_features,), default=0.1
         a, the parameter of each cluster's Dirichlet prior (> 0); a float means a
-        symmetric prior. See Notes for the default.
+        symmetric prior. Its sum over the features is at most 1e12, beyond which
+        the densities keep no significant digit. See Notes for the default.
     sampler : str, default="gibbs+split-merge"
         The moves of a sweep, joined by "+": "gibbs", "split-merge",
         "permutation"; or "subcluster" alone, the parallel sub-cluster sampler,
@@ -286,6 +292,13 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
             raise ValueError(
                 f"dirichlet_prior must be a positive number or a positive vector of "
                 f"length n_features={V}, got shape {prior.shape}."
+            )
+        if prior.sum() > MAX_PRIOR_STRENGTH:
+            raise ValueError(
+                f"dirichlet_prior sums to {prior.sum():g} over the features: at "
+                f"most {MAX_PRIOR_STRENGTH:g} is supported. Beyond, the "
+                "Dirichlet-multinomial densities keep no significant digit; "
+                "such a prior fixes the word probabilities anyway."
             )
         self.dirichlet_prior_ = prior
         self._alpha_prior = self._resolve_alpha_prior(X.shape[0])

@@ -38,6 +38,15 @@ __all__ = [
 # The largest value of a count that compiled code takes as an np.intp.
 INTP_MAX = int(np.iinfo(np.intp).max)
 
+# The strongest prior any model takes, in pseudo-observations (Mallows' nu and
+# nu r_j, the Gaussian nu_0, the sum of the Dirichlet's parameters). The
+# densities are differences of terms of order strength x log(strength) (log
+# gammas, a prior's log-density), each exact to about 1e-16 of its size: 1e-3
+# nats at 1e12, tens of nats beyond 1e15, where scores turn positive and the
+# chains split at random. Such a prior fixes its parameter to double precision
+# anyway.
+MAX_PRIOR_STRENGTH = 1e12
+
 # Later code allocates arrays of size n_items; no real ranking data set has more
 # items than this, so larger ids are almost certainly a mistake (and could
 # overflow 32-bit indices).

@@ -1405,3 +1405,43 @@ def test_a_trimmed_draw_is_not_rebuilt_from_rows_it_does_not_have():
     model._chain_label_samples = model._chain_label_samples[:, :10]
     with pytest.raises(ValueError, match=rf"labels of kept draw {trimmed} have"):
         model._rebuilt_draw(trimmed, source)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+def test_gaussian_nu_is_capped_where_the_densities_keep_their_digits(covariance_type):
+    # nu = 1e16 scored unit-variance data at +35.7 per row: log-gamma terms of
+    # order 1e17 cancelled to tens of nats. Up to the cap the scores agree
+    # with a merely strong prior's.
+    X = np.random.default_rng(0).normal(size=(100, 2))
+
+    def score(nu):
+        model = DPGaussianClustering(
+            nu=nu,
+            covariance_type=covariance_type,
+            n_iter=40,
+            burn_in=20,
+            n_chains=1,
+            random_state=0,
+        )
+        return model.fit(X).score(X)
+
+    assert abs(score(1e12) - score(1e8)) < 0.05
+    with pytest.raises(ValueError, match="nu=1.1e\\+12 is too large.*'fixed'"):
+        score(1.1e12)
+
+
+def test_dirichlet_prior_is_capped_in_total():
+    # a uniform 1e15 over 10 words gave 46 clusters of one-cluster data and a
+    # positive log-probability of counts (+56.8)
+    X = np.random.default_rng(0).multinomial(20, np.ones(10) / 10, size=100)
+
+    def fit(prior):
+        return DPMultinomialClustering(
+            dirichlet_prior=prior, n_iter=40, burn_in=20, n_chains=1, random_state=0
+        ).fit(X)
+
+    # sums to 1e12, the largest allowed: a prior that fixes the word
+    # probabilities to uniform, as 1e6 does
+    assert abs(fit(1e11).score(X) - fit(1e6).score(X)) < 0.01
+    with pytest.raises(ValueError, match="sums to 1.1e\\+12 over the features"):
+        fit(1.1e11)
