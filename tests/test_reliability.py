@@ -366,6 +366,13 @@ BAD_INPUT = {
         ValueError,
         r"Row 0 of X \(column 0\) holds the integer score",
     ),
+    # a list that NumPy turns into float64 because of a NaN: 2**62 + 1 rounded
+    # to 2**62, a tie the column order broke
+    "5c-list-integers-with-nan-beyond-2**53": (
+        lambda: ScoresToRankings(t=2).fit_transform([[2**62, 2**62 + 1, np.nan]]),
+        ValueError,
+        r"Row 0 of X \(column 0\) holds the integer score 4611686018427387904",
+    ),
     # 8: booleans are not counts or rates
     "8-n_iter-True": (mallows_fit(n_iter=True), ValueError, "'n_iter' parameter"),
     "8-burn_in-False": (
@@ -922,6 +929,20 @@ def test_large_integer_scores_are_ranked_exactly(scores, expected):
     # Defect 5c: integer scores were cast to float64, so 2**62 and 2**62 + 1
     # tied and the column order decided.
     assert_array_equal(ScoresToRankings(t=2).fit_transform(scores), expected)
+
+
+def test_large_integer_scores_in_a_mixed_data_frame_are_refused():
+    # int64 and float columns make float64 in np.asarray: 2**62 + 1 became a
+    # tie with 2**62, broken by the column order
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [2**62, 1], "b": [2**62 + 1, 2], "c": [np.nan, 1.0]})
+    message = r"Row 0 of X \(column 0\) holds the integer score 4611686018427387904"
+    with pytest.raises(ValueError, match=message):
+        ScoresToRankings(t=2).fit_transform(frame)
+    # large floats are floats: ranked as they are
+    assert_array_equal(
+        ScoresToRankings(t=2).fit_transform([[1e20, 3e20, np.nan]]), [[1, 0]]
+    )
 
 
 def test_large_integer_scores_with_random_ties():

@@ -391,6 +391,19 @@ def _as_scores(X):
                 "X must be a 2-D array of scores, but its rows have different "
                 "lengths. Fill the items a judge did not rate with NaN."
             ) from None
+        if (
+            array.dtype.kind == "f"
+            and not isinstance(X, np.ndarray)
+            and np.any(np.abs(array) > _MAX_EXACT_INTEGER)
+        ):
+            # A list or a data frame mixing integers with floats (NaN for a
+            # missing score, say) became float64, which may have rounded an
+            # integer beyond 2**53 into a tie: read its values one by one (a
+            # frame column by column, since its own conversion to objects
+            # goes through float64 too).
+            if hasattr(X, "columns") and hasattr(X, "astype"):
+                X = X.astype(object)
+            array = np.asarray(X, dtype=object)
         if array.dtype.kind == "O":
             scores = _object_to_float(array)
         else:
