@@ -24,7 +24,7 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context
-from ._validation import INTP_MAX, real_parameter, sized_by
+from ._validation import INTP_MAX, check_flag, real_parameter, sized_by
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows, take_rows
 from .metrics import coclustering_matrix
@@ -172,7 +172,12 @@ class BaseDPMixture(
         "burn_in": [Interval(Integral, 0, INTP_MAX, closed="both")],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "n_chains": [Interval(Integral, 1, MAX_CHAINS, closed="both")],
-        "n_jobs": [Interval(Integral, None, None, closed="neither"), None],
+        # joblib's meaning: -1 all cores, -2 all but one, ...; 0 means nothing
+        "n_jobs": [
+            Interval(Integral, None, -1, closed="right"),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
@@ -1147,6 +1152,7 @@ class BaseDPMixture(
         >>> az.loo(idata)  # doctest: +SKIP
         """
         check_is_fitted(self)
+        log_likelihood = check_flag(log_likelihood, "log_likelihood")
         try:
             import arviz
         except ImportError:

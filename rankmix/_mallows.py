@@ -27,6 +27,7 @@ from ._posterior import cumulative_probability_consensus
 from ._sklearn_compat import Interval, StrOptions
 from ._validation import (
     MAX_PRIOR_STRENGTH,
+    check_flag,
     check_query_rankings,
     check_training_rankings,
     ranking_lengths,
@@ -841,6 +842,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         >>> consensus.shape[1], rank_cdf.shape[1:]
         (5, (5, 5))
         """
+        return_rank_cdf = check_flag(return_rank_cdf, "return_rank_cdf")
         matched, _ = self.match_clusters()
         draws = np.arange(len(matched))[:, None]
         sigmas = self.posterior_samples()["central_rankings"][draws, matched]

@@ -288,6 +288,14 @@ def sized_by(name, value):
         ) from None
 
 
+def check_flag(value, name):
+    """Refuse a ``value`` other than True or False (a string such as "no" is
+    truthy: it would silently mean True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
 def real_parameter(value, name):
     """``value`` as a float64 array, or a TypeError naming the parameter ``name``.
 
@@ -936,15 +944,19 @@ def check_permutations(sigma, *, input_name="sigma"):
     array = np.atleast_2d(array)
     if not np.isfinite(array).all() or (array != np.round(array)).any():
         raise ValueError(f"{input_name} must hold integer item ids.")
-    sigmas = np.ascontiguousarray(array, dtype=np.intp)
-    n_items = sigmas.shape[1]
-    bad = np.any(np.sort(sigmas, axis=1) != np.arange(n_items), axis=1)
+    n_items = array.shape[1]
+    # ids out of range first, as given: the cast to intp would wrap 1e19 or a
+    # uint64 beyond 2**63 into a negative id
+    bad = np.any((array < 0) | (array >= n_items), axis=1)
+    if not bad.any():
+        sigmas = np.ascontiguousarray(array, dtype=np.intp)
+        bad = np.any(np.sort(sigmas, axis=1) != np.arange(n_items), axis=1)
     if bad.any():
         row = int(np.argmax(bad))
         where = input_name if single else f"Row {row} of {input_name}"
         raise ValueError(
             f"{where} is not a permutation of 0..{n_items - 1}: every item id must "
-            f"appear exactly once, got {sigmas[row].tolist()}."
+            f"appear exactly once, got {[int(v) for v in array[row]]}."
         )
     return sigmas, single
 

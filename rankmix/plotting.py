@@ -57,6 +57,13 @@ def _new_axes(ax):
     """``ax``, or the axes of a new figure when it is None."""
     if ax is None:
         _, ax = _pyplot().subplots()
+        return ax
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(
+            f"ax must be a matplotlib Axes or None; got {type(ax).__name__}."
+        )
     return ax
 
 
@@ -321,6 +328,7 @@ def plot_coclustering(
     function = "plot_coclustering"
     draws, labels = _draws_and_labels(model_or_label_samples, labels, function)
     n_samples = draws.shape[1]
+    name = "rows"  # the argument that gave the samples shown
     if isinstance(order, str):
         if order != "labels":
             raise ValueError(
@@ -333,8 +341,8 @@ def plot_coclustering(
                 f"{function}: give the samples to show either as order (an array) "
                 "or as rows, not both."
             )
-        rows, order = order, None
-    shown = _check_rows(rows, n_samples)
+        rows, order, name = order, None, "order"
+    shown = _check_rows(rows, n_samples, name)
     if shown is None:
         shown = np.arange(n_samples)
     boundaries = []

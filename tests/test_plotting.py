@@ -172,12 +172,19 @@ def test_coclustering_of_an_array_takes_labels_or_the_vi_medoid():
         ({"order": [0, 1], "rows": [0, 1]}, "either as order"),
         ({"labels": [0, 1]}, "labels must have one entry per sample"),
         ({"rows": [0, 99]}, r"rows\[1\] = 99 is out of range"),
+        # the argument the user gave is named
+        ({"order": [0, 99]}, r"order\[1\] = 99 is out of range"),
     ],
 )
 def test_coclustering_refuses_bad_arguments(kwargs, match):
     draws = np.zeros((3, 4), dtype=int)
     with pytest.raises(ValueError, match=match):
         plot_coclustering(draws, **kwargs)
+
+
+def test_plots_refuse_an_ax_that_is_not_axes():
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes or None"):
+        plot_coclustering(np.zeros((3, 4), dtype=int), ax="x")
 
 
 def test_coclustering_refuses_bad_labels_with_a_model_and_bad_draws(vectors):

@@ -101,3 +101,13 @@ def test_the_orderings_fit_a_ranking_model():
         n_items=4, n_iter=20, burn_in=10, n_chains=1, random_state=0
     )
     assert model.fit(X).labels_.shape == (15,)
+
+
+def test_orderings_to_ranks_names_n_items_when_memory_runs_out(monkeypatch):
+    # a (n_judges, n_items) table: NumPy's MemoryError named no argument
+    def full(shape, *args, **kwargs):
+        raise MemoryError(f"Unable to allocate an array with shape {shape}")
+
+    monkeypatch.setattr(np, "full", full)
+    with pytest.raises(ValueError, match="n_items=2147483648 asks for more memory"):
+        orderings_to_ranks([[0, 1], [1, 0]], n_items=2**31)

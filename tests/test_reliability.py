@@ -60,6 +60,14 @@ def gaussian_fit(X=BLOBS, **params):
     return lambda: DPGaussianClustering(**{**SHORT, **params}).fit(X)
 
 
+def fitted_gaussian():
+    return gaussian_fit()()
+
+
+def fitted_mallows():
+    return mallows_fit()()
+
+
 def preflib(text):
     return lambda: load_preflib(io.StringIO(text))
 
@@ -384,6 +392,29 @@ BAD_INPUT = {
     "8-nu-True": (gaussian_fit(nu=True), ValueError, "'nu' parameter"),
     "8-thin-True": (mallows_fit(thin=True), ValueError, "'thin' parameter"),
     "8-n_jobs-True": (gaussian_fit(n_jobs=True), ValueError, "'n_jobs' parameter"),
+    # joblib's "n_jobs == 0 in Parallel has no meaning", late: refused up front
+    # a truthy string silently meant True
+    "fuzz-to_inference_data-log_likelihood-string": (
+        lambda: fitted_gaussian().to_inference_data(log_likelihood="no"),
+        TypeError,
+        "log_likelihood must be True or False, got 'no'",
+    ),
+    "fuzz-consensus_rankings-string": (
+        lambda: fitted_mallows().consensus_rankings(return_rank_cdf="yes"),
+        TypeError,
+        "return_rank_cdf must be True or False, got 'yes'",
+    ),
+    # the cast to intp wrapped 1e19 into -2**63 in the message
+    "fuzz-sigma-beyond-int64": (
+        lambda: mallows.codes([[0]], [1e19, 0]),
+        ValueError,
+        r"got \[10000000000000000000, 0\]",
+    ),
+    "fuzz-n_jobs-0": (
+        mallows_fit(n_jobs=0),
+        ValueError,
+        r"'n_jobs' parameter .* range \(-inf, -1\], an int in the range \[1",
+    ),
     # 8: variation_of_information with labels that are sequences
     "8-vi-nested-labels_pred": (
         lambda: variation_of_information([0, 1], [[1], 2]),

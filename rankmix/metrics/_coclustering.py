@@ -121,20 +121,21 @@ def coclustering_matrix(label_samples, *, rows=None):
     return counts
 
 
-def _check_rows(rows, n_samples):
-    """Indices of ``rows`` (None for all), validated against ``n_samples``."""
+def _check_rows(rows, n_samples, name="rows"):
+    """Indices of ``rows`` (None for all), validated against ``n_samples``;
+    ``name`` is the argument the messages name."""
     if rows is None:
         return None
     rows = np.asarray(rows)
     if rows.ndim != 1:
         raise ValueError(
-            f"rows must be a 1-D array of indices or a boolean mask; got an array "
+            f"{name} must be a 1-D array of indices or a boolean mask; got an array "
             f"with {rows.ndim} dimension(s)."
         )
     if rows.dtype.kind == "b":
         if len(rows) != n_samples:
             raise ValueError(
-                f"rows as a boolean mask must have one entry per sample "
+                f"{name} as a boolean mask must have one entry per sample "
                 f"({n_samples}); got {len(rows)}."
             )
         return np.flatnonzero(rows)
@@ -142,13 +143,13 @@ def _check_rows(rows, n_samples):
         return rows.astype(np.intp)
     if rows.dtype.kind not in "iu":
         raise ValueError(
-            f"rows must hold integer indices or booleans; got dtype {rows.dtype}."
+            f"{name} must hold integer indices or booleans; got dtype {rows.dtype}."
         )
     bad = (rows < 0) | (rows >= n_samples)
     if bad.any():
         position = int(np.argmax(bad))
         raise ValueError(
-            f"rows[{position}] = {rows[position]} is out of range: indices must "
+            f"{name}[{position}] = {rows[position]} is out of range: indices must "
             f"lie in [0, {n_samples})."
         )
     return rows.astype(np.intp)

@@ -16,7 +16,7 @@ from collections.abc import Sized
 
 import numpy as np
 
-from .._validation import _as_numeric_array, check_rankings
+from .._validation import _as_numeric_array, check_rankings, sized_by
 
 __all__ = ["orderings_to_ranks", "ranks_to_orderings"]
 
@@ -174,10 +174,11 @@ def orderings_to_ranks(X, *, n_items=None, missing=np.nan):
     X = check_rankings(X, n_items=n_items)
     if n_items is None:
         n_items = int(X.max()) + 1
-    if np.isnan(missing):
-        ranks = np.full((X.shape[0], n_items), np.nan)
-    else:
-        ranks = np.full((X.shape[0], n_items), int(missing), dtype=np.intp)
+    with sized_by("n_items", n_items):  # (n_judges, n_items) ranks
+        if np.isnan(missing):
+            ranks = np.full((X.shape[0], n_items), np.nan)
+        else:
+            ranks = np.full((X.shape[0], n_items), int(missing), dtype=np.intp)
     judge, position = np.nonzero(X >= 0)
     ranks[judge, X[judge, position]] = position + 1
     return ranks
