@@ -110,9 +110,9 @@ def warn_if_chains_disagree(log_joint):
         warn(
             f"The chains disagree: R-hat of the log joint after burn-in is "
             f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
-            "in different modes. Increase n_iter and burn_in (with "
-            "warm_start=True, fit again to continue the chains), or try another "
-            "sampler; inspect trace_ to see where the chains part.",
+            "in different modes. Increase n_iter and burn_in (or, for data in "
+            "memory, fit again with warm_start=True to continue the chains), or "
+            "try another sampler; inspect trace_ to see where the chains part.",
             ConvergenceWarning,
         )
 
