@@ -1191,12 +1191,19 @@ class BaseDPMixture(
         if log_likelihood:
             # ArviZ numbers every group's draws 0, 1, 2, ...: the thinned draws
             # would line up with the wrong sweeps of the posterior's traces
-            kept = idata["log_likelihood"]
-            kept = kept.to_dataset() if hasattr(kept, "to_dataset") else kept
             n_sweeps = trace["log_joint"].shape[1] - burn_in
-            idata["log_likelihood"] = kept.assign_coords(
-                draw=np.arange(0, n_sweeps, self._thin)
-            )
+            kept = np.arange(0, n_sweeps, self._thin)
+            if hasattr(idata, "to_dataset"):  # ArviZ 1: a DataTree
+                group = idata["log_likelihood"].to_dataset()
+                idata["log_likelihood"] = group.assign_coords(draw=kept)
+            else:
+                # not idata["log_likelihood"] = ...: ArviZ 0.x's __setitem__
+                # lists an existing group twice (az.concat then doubles it)
+                idata.map(
+                    lambda group: group.assign_coords(draw=kept),
+                    groups="log_likelihood",
+                    inplace=True,
+                )
         return idata
 
     def _acceptance_rates(self):

@@ -587,6 +587,24 @@ def test_a_name_that_does_not_resolve_is_not_retried(tmp_path, monkeypatch):
         )
     assert len(calls) == 1
     assert list(tmp_path.iterdir()) == []
+    # a temporary failure of the name server is retried
+    calls.clear()
+
+    def urlopen_again(url, timeout):
+        calls.append(url)
+        raise urllib.error.URLError(
+            socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        )
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen_again)
+    with pytest.raises(OSError, match="3 tries"):
+        _fetchers._download(
+            "https://example.invalid/t.soc",
+            str(tmp_path / "t.soc"),
+            n_retries=2,
+            delay=0.001,
+        )
+    assert len(calls) == 3
 
 
 # --- named data sets --------------------------------------------------------

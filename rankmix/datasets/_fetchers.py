@@ -306,8 +306,13 @@ def _download(url, path, *, sha256=None, n_retries=None, delay=None):
             except OSError as exc:  # URLError, timeouts, refused connections
                 reason = getattr(exc, "reason", exc)
                 # a host name that does not resolve (offline, no DNS) stays so:
-                # retrying only makes the user wait
-                if attempt == n_retries or isinstance(reason, socket.gaierror):
+                # retrying only makes the user wait (EAI_AGAIN, "temporary
+                # failure", may pass)
+                unresolved = (
+                    isinstance(reason, socket.gaierror)
+                    and reason.errno != socket.EAI_AGAIN
+                )
+                if attempt == n_retries or unresolved:
                     tries = "1 try" if attempt == 0 else f"{attempt + 1} tries"
                     raise OSError(
                         f"Cannot download {url} ({reason}; {tries}), "

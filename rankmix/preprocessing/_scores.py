@@ -391,19 +391,8 @@ def _as_scores(X):
                 "X must be a 2-D array of scores, but its rows have different "
                 "lengths. Fill the items a judge did not rate with NaN."
             ) from None
-        if (
-            array.dtype.kind == "f"
-            and not isinstance(X, np.ndarray)
-            and np.any(np.abs(array) > _MAX_EXACT_INTEGER)
-        ):
-            # A list or a data frame mixing integers with floats (NaN for a
-            # missing score, say) became float64, which may have rounded an
-            # integer beyond 2**53 into a tie: read its values one by one (a
-            # frame column by column, since its own conversion to objects
-            # goes through float64 too).
-            if hasattr(X, "columns") and hasattr(X, "astype"):
-                X = X.astype(object)
-            array = np.asarray(X, dtype=object)
+        if array.dtype.kind == "f" and _rounded_integers(X, array):
+            array = np.asarray(X.astype(object) if _is_frame(X) else X, dtype=object)
         if array.dtype.kind == "O":
             scores = _object_to_float(array)
         else:
@@ -438,6 +427,42 @@ def _as_scores(X):
 
 # Integers of larger magnitude are not all exact in float64.
 _MAX_EXACT_INTEGER = 2**53
+
+
+def _rounded_integers(X, array):
+    """Whether the float64 ``array`` NumPy made of the list or data frame ``X``
+    rounded an integer beyond 2**53 (mixed with floats, such as NaN for a
+    missing score): then two distinct scores may have become a tie.
+
+    Only values beyond 2**53 can have been rounded: those are compared, as
+    Python objects, with what they became (an int equals a float only if the
+    float is exact). A frame without integer columns has none.
+    """
+    if isinstance(X, np.ndarray):
+        return False
+    if _is_frame(X):
+        if not any(np.dtype(dtype).kind in "iu" for dtype in _numpy_dtypes(X)):
+            return False
+        X = X.astype(object)  # its own conversion to objects goes via float64
+    suspect = np.isfinite(array) & (np.abs(array) > _MAX_EXACT_INTEGER)
+    if not suspect.any():
+        return False
+    given = np.asarray(X, dtype=object)
+    return given.shape == array.shape and bool(np.any(given[suspect] != array[suspect]))
+
+
+def _is_frame(X):
+    """Whether ``X`` is a pandas (or alike) data frame."""
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "astype")
+
+
+def _numpy_dtypes(frame):
+    """The NumPy dtypes of a frame's columns (object for extension types)."""
+    for dtype in frame.dtypes:
+        try:
+            yield np.dtype(dtype)
+        except TypeError:  # pandas' nullable Int64 and the like
+            yield np.dtype(getattr(dtype, "numpy_dtype", object))
 
 
 def _beyond_float(array):
