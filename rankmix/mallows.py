@@ -295,7 +295,8 @@ def _top_k_by_rank(thetas, n_items, k):
     band = np.zeros((k + 1, n_centres, n_items))
     band[0] = 1.0
     for j in range(k):
-        weights = np.exp(-thetas[:, j, None] * np.arange(n_items - j))
+        with np.errstate(over="ignore"):  # theta k beyond 1.8e308: weight 0
+            weights = np.exp(-thetas[:, j, None] * np.arange(n_items - j))
         pmf = weights / weights.sum(axis=1, keepdims=True)
         # above[:, k + c] = P(s_j > c) for the places c = -k..n-1: 1 below 0 (no
         # item moves below place 0), 0 from n-j-1 on (the last place cannot be
@@ -323,15 +324,18 @@ def _sample_codes(theta, n_items, n_samples, rng):
     t = theta.shape[0]
     top = n_items - np.arange(t)  # number of values stage j can take
     u = rng.random_sample((n_samples, t))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # theta near the double range's end: theta * top overflows to inf, whose
+    # mass is 1, as it should be
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # P(s < x) = (1 - e^{-theta x}) / (1 - e^{-theta m}) on [0, m): invert it.
-        mass = -np.expm1(-theta * top)
+        rate = theta * top
+        mass = -np.expm1(-rate)
         draws = np.floor(-np.log1p(-u * mass) / theta)
     uniform = np.floor(u * top)  # theta = 0: uniform codes
     # When theta * top is below double precision, the pmf exp(-theta k) is
     # uniform to the last bit, while the inversion above loses every digit
     # (subnormal theta): such stages are drawn as uniform, exactly.
-    draws = np.where(theta * top >= _UNIFORM_BELOW, draws, uniform)
+    draws = np.where(rate >= _UNIFORM_BELOW, draws, uniform)
     # Round-off can land exactly on the upper end of the range.
     return np.minimum(draws, top - 1).astype(np.intp)
 

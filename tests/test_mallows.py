@@ -256,3 +256,16 @@ def test_mixture_is_reproducible():
 def test_mixture_arguments_are_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_mallows_mixture(**kwargs)
+
+
+def test_a_theta_near_the_double_range_end_pins_the_centre_quietly():
+    # theta * k overflowed to inf (the right limit: weight 0 off the centre)
+    # with a RuntimeWarning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws = mallows.sample([2, 0, 1], [1e308, 1e308], 3, 2, random_state=0)
+        probabilities = mallows.top_k_probabilities([2, 0, 1], [1e308, 1e308], 2)
+    assert_array_equal(draws, [[2, 0]] * 3)
+    assert_allclose(probabilities, [1.0, 0.0, 1.0])  # items 2 and 0, by item
