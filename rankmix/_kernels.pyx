@@ -1342,6 +1342,14 @@ cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept no
     tangents is a piecewise exponential envelope; a rejected point becomes a new
     tangent. Starting tangents sit at the mode and one standard deviation beyond it
     (from the curvature there), so most draws are accepted at the first proposal.
+
+    With a and b of 1e8 and more, the log-density (about -b log(m + 1)) is
+    exact only to about 1e-16 b, and two tangents nearly parallel on the
+    scale of that error meet anywhere: their breakpoint is clamped between
+    their abscissae (it fell below 0 and made the envelope's masses infinite
+    or NaN: draws far in the tail at nu = 1e8, an endless loop at 1e11). The
+    envelope may then miss the density by that error, a bias of 1e-5 in the
+    acceptance ratio at b = 1e11.
     """
     cdef double x[MAX_ABSCISSAE]
     cdef double h[MAX_ABSCISSAE]
@@ -1349,7 +1357,7 @@ cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept no
     cdef double z[MAX_ABSCISSAE + 1]      # hull breakpoints, z[0] = 0, z[n] = inf
     cdef double mass[MAX_ABSCISSAE]       # envelope mass of each piece (shifted)
     cdef intp_t n = 0, i, k, piece
-    cdef double mode, mean, var, sd, top, total, u, cum, lo, hi, slope, e_lo, e_hi
+    cdef double mode, mean, var, sd, top, total, u, cum, lo, hi, slope, width
     cdef double cand, hull, value, span
 
     mode = theta_mode(a, b, m)
@@ -1377,6 +1385,11 @@ cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept no
         for i in range(n - 1):
             if dh[i] - dh[i + 1] > 1e-300:
                 z[i + 1] = (h[i + 1] - h[i] - x[i + 1] * dh[i + 1] + x[i] * dh[i]) / (dh[i] - dh[i + 1])
+                # concavity puts it between the abscissae; rounding may not
+                if not z[i + 1] >= x[i]:
+                    z[i + 1] = x[i]
+                elif not z[i + 1] <= x[i + 1]:
+                    z[i + 1] = x[i + 1]
             else:
                 z[i + 1] = 0.5 * (x[i] + x[i + 1])
         z[n] = INFINITY
@@ -1396,6 +1409,11 @@ cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept no
                 hi = h[i] - top + dh[i] * (z[i + 1] - x[i])
                 mass[i] = (exp(hi) - exp(lo)) / dh[i]
             total += mass[i]
+        if not (total > 0.0 and total < INFINITY):
+            # an envelope rounding has broken (none is known since the clamp
+            # above): slice sampling from the mode, many steps, rather than a
+            # loop without end
+            return slice_theta(mode, a, b, m, span, 50, rng)
         # Draw a piece, then a point in it by inverting its exponential CDF.
         u = uniform(rng) * total
         cum = 0.0
@@ -1413,12 +1431,20 @@ cdef double theta_exact(double a, double b, intp_t m, bitgen_t* rng) noexcept no
         elif fabs(slope) < 1e-12:
             cand = lo + u * (z[piece + 1] - lo)
         else:
-            e_lo = 0.0
-            e_hi = slope * (z[piece + 1] - lo)
-            # solve exp(slope (c - lo)) = 1 + u (exp(e_hi) - 1)
-            cand = lo + log(1.0 + u * expm1(e_hi)) / slope
+            width = z[piece + 1] - lo
+            if slope * width > 700.0:
+                # the same solution, from the upper end, where a steeply rising
+                # piece holds its mass: exp(slope width) overflows from 709 on
+                # (b of 1e6 and more), and every draw of the piece fell on its
+                # end
+                cand = z[piece + 1] + log(u + (1.0 - u) * exp(-slope * width)) / slope
+            else:
+                # solve exp(slope (c - lo)) = 1 + u (exp(slope width) - 1)
+                cand = lo + log(1.0 + u * expm1(slope * width)) / slope
             if cand > z[piece + 1]:
                 cand = z[piece + 1]
+            elif not cand >= lo:
+                cand = lo
         hull = h[piece] + slope * (cand - x[piece])
         value = theta_log_density(cand, a, b, m)
         if log(uniform(rng)) <= value - hull:

@@ -496,6 +496,44 @@ def test_theta_log_normaliser_where_one_term_dominates(a, b, m):
     assert_allclose(log_theta_normaliser(a, b, m), expected, atol=atol)
 
 
+def _code_moments(theta, m):
+    k = np.arange(m + 1.0)
+    w = np.exp(-theta * k)
+    w /= w.sum()
+    return w @ k, w @ k**2 - (w @ k) ** 2
+
+
+@pytest.mark.parametrize("nu", [1e8, 1e11])
+def test_exact_theta_sampler_with_a_strong_prior(nu):
+    # The prior draw of a new cluster at nu = r nu: its log-density, about
+    # -nu log(m + 1), is exact to 1e-16 nu. Nearly parallel tangents met
+    # below 0 and the envelope's masses turned NaN: an endless loop at 1e11,
+    # draws 2e7 nats into the tail at 1e8.
+    # m = 1: a mode at 0 with slope -(a - b / 2): exponential to 1e-11.
+    draws = _kernels.exact_sample_theta(nu, nu, 1, 20_000, np.random.PCG64(1))
+    assert stats.kstest(draws * nu / 2, "expon").pvalue > ALPHA
+    # m = 2: slope 0 at 0, a half-normal of sd 1 / sqrt(b Var k) to 1e-8.
+    sd = 1.0 / np.sqrt(nu * _code_moments(0.0, 2)[1])
+    draws = _kernels.exact_sample_theta(nu, nu, 2, 20_000, np.random.PCG64(5))
+    assert draws.max() < 8 * sd
+    assert stats.kstest(draws / sd, "halfnorm").pvalue > ALPHA
+
+
+@pytest.mark.parametrize("b", [1e6, 1e9])
+def test_exact_theta_sampler_at_an_inner_mode_of_a_large_b(b):
+    # A cluster of 10^6 rankings: the rising piece left of the mode was
+    # inverted through exp(slope x width), which overflows from 709, and all
+    # its draws fell on its upper end (no draw below mode - sd / 2). Laplace's
+    # normal is exact to O(1 / sqrt(b)) here.
+    from scipy.optimize import brentq
+
+    m = 5
+    mode = brentq(lambda t: _code_moments(t, m)[0] - 1.0, 1e-9, 50.0, xtol=1e-15)
+    sd = 1.0 / np.sqrt(b * _code_moments(mode, m)[1])
+    draws = _kernels.exact_sample_theta(b, b, m, 20_000, np.random.PCG64(0))
+    assert stats.kstest((draws - mode) / sd, "norm").pvalue > ALPHA
+
+
 def test_exact_theta_sampler_refuses_improper_targets():
     with pytest.raises(ValueError, match="a > 0"):
         _kernels.exact_sample_theta(0.0, 1.0, 3, 1, np.random.PCG64(0))
