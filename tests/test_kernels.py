@@ -523,7 +523,7 @@ def test_exact_theta_sampler_with_a_strong_prior(nu):
 def test_exact_theta_sampler_at_an_inner_mode_of_a_large_b(b):
     # A cluster of 10^6 rankings: the rising piece left of the mode was
     # inverted through exp(slope x width), which overflows from 709, and all
-    # its draws fell on its upper end (no draw below mode - sd / 2). Laplace's
+    # its draws fell on its upper end (no draw below mode - sd). Laplace's
     # normal is exact to O(1 / sqrt(b)) here.
     from scipy.optimize import brentq
 
