@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 
+from ._diagnostics import CHAINS_DISAGREE_ADVICE
+
 # The --sampler choices, DPMallowsClustering's samplers.
 SAMPLERS = ("beta-gibbs", "slice-gibbs", "subcluster")
 
@@ -55,15 +57,12 @@ def fit_model(model, X):
 def _for_the_command_line(message):
     """A warning's text, its advice in the command line's options: the Python
     advice (``warm_start``, ``trace_``) has nothing to act on there."""
-    text = str(message)
-    if text.startswith("The chains disagree:"):
-        verdict = text.split(" Increase n_iter")[0]
-        return (
-            f"{verdict} Run more sweeps (--n-iter, and --burn-in with them) or "
-            "try another --sampler; --json keeps the R-hats, --save the traces "
-            "(trace_ of the saved model)."
-        )
-    return text
+    return str(message).replace(
+        CHAINS_DISAGREE_ADVICE,
+        "Run more sweeps (--n-iter, and --burn-in with them) or try another "
+        "--sampler; --json keeps the R-hats, --save the traces (trace_ of the "
+        "saved model).",
+    )
 
 
 def n_clusters_per_draw(label_samples, min_size=1):

@@ -22,6 +22,14 @@ from ._warnings import warn
 # recommend 1.01 for final inference; 1.1 flags clear disagreement only).
 RHAT_THRESHOLD = 1.1
 
+# What the warning of chains that disagree advises in Python; the command line
+# puts its own options in its place.
+CHAINS_DISAGREE_ADVICE = (
+    "Increase n_iter and burn_in (or, for data in memory, fit again with "
+    "warm_start=True to continue the chains), or try another sampler; inspect "
+    "trace_ to see where the chains part."
+)
+
 # Values of a trace this close, relative to its largest magnitude, count as
 # equal (see `_ties_within_rounding`).
 ROUNDING_TOLERANCE = 1e-11
@@ -110,9 +118,7 @@ def warn_if_chains_disagree(log_joint):
         warn(
             f"The chains disagree: R-hat of the log joint after burn-in is "
             f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
-            "in different modes. Increase n_iter and burn_in (or, for data in "
-            "memory, fit again with warm_start=True to continue the chains), or "
-            "try another sampler; inspect trace_ to see where the chains part.",
+            f"in different modes. {CHAINS_DISAGREE_ADVICE}",
             ConvergenceWarning,
         )
 

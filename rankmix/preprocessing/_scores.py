@@ -391,8 +391,10 @@ def _as_scores(X):
                 "X must be a 2-D array of scores, but its rows have different "
                 "lengths. Fill the items a judge did not rate with NaN."
             ) from None
-        if array.dtype.kind == "f" and _rounded_integers(X, array):
-            array = np.asarray(X.astype(object) if _is_frame(X) else X, dtype=object)
+        if array.dtype.kind == "f":
+            given = _values_if_rounded(X, array)
+            if given is not None:
+                array = given
         if array.dtype.kind == "O":
             scores = _object_to_float(array)
         else:
@@ -429,26 +431,29 @@ def _as_scores(X):
 _MAX_EXACT_INTEGER = 2**53
 
 
-def _rounded_integers(X, array):
-    """Whether the float64 ``array`` NumPy made of the list or data frame ``X``
-    rounded an integer beyond 2**53 (mixed with floats, such as NaN for a
-    missing score): then two distinct scores may have become a tie.
+def _values_if_rounded(X, array):
+    """``X``'s own values as an object array if the float64 ``array`` NumPy
+    made of the list or data frame ``X`` rounded an integer beyond 2**53
+    (mixed with floats, such as NaN for a missing score), else None: two
+    distinct scores may then have become a tie.
 
     Only values beyond 2**53 can have been rounded: those are compared, as
     Python objects, with what they became (an int equals a float only if the
     float is exact). A frame without integer columns has none.
     """
     if isinstance(X, np.ndarray):
-        return False
+        return None
     if _is_frame(X):
-        if not any(np.dtype(dtype).kind in "iu" for dtype in _numpy_dtypes(X)):
-            return False
+        if not any(dtype.kind in "iu" for dtype in _numpy_dtypes(X)):
+            return None
         X = X.astype(object)  # its own conversion to objects goes via float64
     suspect = np.isfinite(array) & (np.abs(array) > _MAX_EXACT_INTEGER)
     if not suspect.any():
-        return False
+        return None
     given = np.asarray(X, dtype=object)
-    return given.shape == array.shape and bool(np.any(given[suspect] != array[suspect]))
+    if given.shape == array.shape and np.any(given[suspect] != array[suspect]):
+        return given
+    return None
 
 
 def _is_frame(X):
