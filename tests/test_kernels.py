@@ -433,7 +433,12 @@ def test_exact_theta_sampler_matches_target(a, b, m):
     + [(1.0, 1.0, 19), (1.0, 1.0, 0), (0.1, 0.5, 3), (250.0, 501.0, 12), (5.0, 0.0, 4)]
     # a side long against its peak, where two coarse Simpson grids agreed by
     # chance (0.018 nats off)
-    + [(0.1559643865031249, 215.3384225953147, 100)],
+    + [(0.1559643865031249, 215.3384225953147, 100)]
+    # small a: one grid out to the 30-nat drop, 30 / a long, missed log psi's
+    # bend near 0 (9e-5, 2e-5 and 7.6e-6 nats off); now Simpson's rule runs on
+    # geometric pieces up to where log psi vanishes, and beyond in closed form
+    + [(3e-3, 1.381e-2, 10), (1e-3, 1.0, 10), (0.3593, 3.089e-3, 532)]
+    + [(1e-12, 1.0, 5), (1e-8, 0.0, 5), (2.0, 1e-3, 16383), (1e-3, 1e3, 16383)],
 )
 def test_theta_log_normaliser_matches_quadrature(a, b, m):
     # the compiled normaliser of density (10), which the split-merge proposal
