@@ -56,7 +56,7 @@ from ._validation import sized_by
 class ChainResult:
     """Everything one chain returns: kept draws and per-sweep traces."""
 
-    labels: np.ndarray  # (n_kept, N) int32; None when this run kept no draw
+    labels: np.ndarray  # (n_kept, N), smallest integer dtype; None: no draw kept
     parameters: list  # per kept draw, the snapshot's parameter tuple
     trace: dict  # name -> (n_iter,): "n_clusters", "log_joint" and any extras
     moves: dict  # "<move>_proposed"/"<move>_accepted" -> (n_iter,) per sweep
@@ -237,9 +237,26 @@ def _pool_labels(blocks, order=None):
     if order is not None:
         blocks = [blocks[i] for i in order]
     n_clusters_max = max(int(block.max(initial=0)) for block in blocks) + 1
-    return np.concatenate(
-        blocks, dtype=_smallest_label_dtype(n_clusters_max - 1), casting="same_kind"
-    )
+    dtype = _smallest_label_dtype(n_clusters_max - 1)
+    if len(blocks) == 1 and blocks[0].dtype == dtype:
+        return blocks[0]  # one chain's draws: no copy
+    return np.concatenate(blocks, dtype=dtype, casting="same_kind")
+
+
+def _holding(kept_labels, labels):
+    """``kept_labels``, widened (one copy) if ``labels`` has a cluster number it
+    cannot hold.
+
+    The draws are the largest array of a fit at 10**6 points: they are kept in
+    the smallest integer dtype from the start (a byte a label up to 128
+    clusters), not in the snapshots' int32 (with every chain's int32 draws
+    alive while they were pooled, a fit peaked at 5 times its
+    ``label_samples_``).
+    """
+    dtype = _smallest_label_dtype(int(labels.max(initial=0)))
+    if dtype.itemsize > kept_labels.dtype.itemsize:
+        return kept_labels.astype(dtype)
+    return kept_labels
 
 
 def _same(chain):
@@ -293,8 +310,9 @@ def _run_chain(
         done = sweeps_done + sweep
         if done >= burn_in and (done - burn_in) % thin == 0:
             labels, *parameters = chain.snapshot()
-            if kept_labels is None:  # int32 codes: the snapshot's dtype
-                kept_labels = np.empty((n_kept, labels.shape[0]), dtype=labels.dtype)
+            if kept_labels is None:
+                kept_labels = np.empty((n_kept, labels.shape[0]), dtype=np.int8)
+            kept_labels = _holding(kept_labels, labels)
             kept_labels[len(kept_parameters)] = labels
             if trim_draw is not None:
                 parameters = trim_draw(parameters, len(kept_parameters) in whole)

@@ -91,7 +91,9 @@ def _draws_and_labels(model_or_label_samples, labels, function):
         if hasattr(model_or_label_samples, "fit"):
             _check_model(model_or_label_samples, function)  # raises the TypeError
         draws = np.asarray(model_or_label_samples)
-        _check_labels(draws)  # the errors of coclustering_matrix, before drawing
+        # the errors of coclustering_matrix, before drawing (compact: codes of
+        # a byte a label, not an int32 copy of all the draws)
+        _check_labels(draws, compact=True)
         if labels is None:
             return draws, None
     labels = np.asarray(labels)
@@ -490,7 +492,7 @@ def plot_n_clusters(model_or_label_samples, *, ax=None):
         draws = model_or_label_samples.label_samples_
     else:
         draws = model_or_label_samples
-    _, n_clusters = _check_labels(draws)
+    _, n_clusters = _check_labels(draws, compact=True)
     values, counts = np.unique(n_clusters, return_counts=True)
 
     ax = _new_axes(ax)

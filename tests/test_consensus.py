@@ -366,3 +366,39 @@ def test_kept_draws_are_stored_in_the_smallest_dtype():
     # every draw numbered 0..K-1 by first appearance
     for row in samples:
         assert row.tolist() == _first_appearance_reference(row.tolist())[0]
+
+
+def test_a_chain_keeps_its_draws_in_the_smallest_dtype_from_the_start():
+    # the draws are staged in int8 and widened once a draw numbers more than
+    # 128 clusters (staged in the snapshots' int32, a fit peaked at 5 times its
+    # label_samples_), with no draw changed by the widening
+    from rankmix import _engine
+
+    n_rows = 300
+    # draw s has 50 * (s + 1) clusters: 50, 100, 150, 200 (int16 from the third)
+    snapshots = [np.arange(n_rows, dtype=np.int32) % (50 * (s + 1)) for s in range(4)]
+
+    class Chain:
+        n_clusters, log_joint = 1, 0.0
+
+        def __init__(self):
+            self.done = 0
+
+        def sweep(self):
+            self.done += 1
+
+        def snapshot(self):
+            return snapshots[self.done - 1], self.done
+
+    class Progress:
+        def update(self, *args):
+            pass
+
+    result = _engine._run_chain(Chain, 4, 0, 1, 0, 0, Progress(), (), False, None)
+    assert result.labels.dtype == np.int16
+    assert_array_equal(result.labels, np.stack(snapshots))
+    assert [p[0] for p in result.parameters] == [1, 2, 3, 4]
+
+    first_two = _engine._run_chain(Chain, 2, 0, 1, 0, 0, Progress(), (), False, None)
+    assert first_two.labels.dtype == np.int8
+    assert_array_equal(first_two.labels, np.stack(snapshots[:2]))
