@@ -16,7 +16,9 @@ the operations below, each run by the workers over their own rows
   rankings (a split-merge proposal's two sides at once, their indices out):
   each chunk sends back its compact statistics
   (items, stage counts, observed precedences), merged here exactly
-  (``_kernels.merge_statistics``), never an n x n matrix;
+  (``_kernels.merge_statistics``): a pair per distinct (stage, item, earlier
+  item) that occurs, not an n x n matrix per stage (though full rankings of a
+  large cluster reach that size, n^2 t pairs);
 * the GM densities and the code totals of a proposal's rankings (two doubles a
   ranking back);
 * each ranking's log-likelihood in its cluster, once per call of ``sweep`` (the

@@ -546,7 +546,10 @@ def ranking_statistics(
     """Compact sufficient statistics of the rankings ``X[members]``.
 
     Returns a :class:`RankingStatistics`. The stage axis of ``counts`` has length
-    ``t_max``. Memory O(n_items + sum_i t_i^2), never n_items^2 x t.
+    ``t_max``. Memory O(n_items + min(sum_i t_i^2, n_items^2 t)): a pair per
+    distinct (stage, item, earlier item) that occurs. Short rankings of many
+    items stay far below n_items^2 t; full rankings of a large cluster reach
+    it (n = 100 items, 2,000 rankings: 936,000 pairs, 29 MiB).
     """
     cdef Statistics st
     cdef intp_t[::1] local = np.full(n_items, -1, dtype=np.intp)

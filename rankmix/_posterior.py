@@ -179,13 +179,19 @@ class PosteriorSummaryMixin:
             parameters, padded likewise (see the estimator's docstring).
         """
         check_is_fitted(self)
+        return self._posterior_samples(self._draw_fields)
+
+    def _posterior_samples(self, fields):
+        """:meth:`posterior_samples` with only the model's ``fields`` of
+        ``_draw_fields`` (a subset)."""
         draws = self._draws
         sizes = [np.asarray(p[-1], dtype=np.float64) for p in draws]
         samples = {
             "weights": stack_padded([s / s.sum() for s in sizes], 0.0),
             "alpha": np.array([p[-2] for p in draws], dtype=np.float64),
         }
-        for name, (index, fill) in self._draw_fields.items():
+        for name in fields:
+            index, fill = self._draw_fields[name]
             stacked = stack_padded([p[index] for p in draws], fill)
             samples[name] = self._draw_field_values(name, stacked)
         return samples
@@ -217,7 +223,15 @@ class PosteriorSummaryMixin:
         if not isinstance(level, Real) or not 0.0 < level < 1.0:
             raise ValueError(f"level must be a number in (0, 1), got {level!r}.")
         matched, _ = self.match_clusters()
-        samples = self.posterior_samples()
+        # the float fields alone: the others (a Mallows draw's K central
+        # rankings of n_items) have no interval and need not be stacked
+        samples = self._posterior_samples(
+            [
+                name
+                for name, (index, _) in self._draw_fields.items()
+                if np.issubdtype(np.asarray(self._draws[0][index]).dtype, np.floating)
+            ]
+        )
         draws = np.arange(len(matched))[:, None]
         quantiles = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
         intervals = {}

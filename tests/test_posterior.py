@@ -202,6 +202,26 @@ def test_consensus_recovers_the_centres(mallows_fit):
         np.testing.assert_array_equal(consensus[j], centre)
 
 
+def test_mallows_draws_keep_their_central_rankings_a_byte_an_item(mallows_fit):
+    # each kept draw's K x n_items central rankings were intp, 8 bytes an
+    # entry; the summaries read them back as before
+    model = mallows_fit[0]
+    assert all(draw[0].dtype == np.int8 for draw in model._draws)  # 5 items
+    samples = model.posterior_samples()["central_rankings"]
+    assert samples.dtype == np.intp
+    assert model.central_rankings_.dtype == np.intp
+    # consensus_rankings gathers each cluster's matched rankings draw by draw:
+    # the same as from the padded samples
+    matched, _ = model.match_clusters()
+    consensus, rank_cdf = model.consensus_rankings()
+    for j in range(model.n_clusters_):
+        expected = cumulative_probability_consensus(
+            samples[np.arange(len(matched)), matched[:, j]], model.n_items_
+        )
+        np.testing.assert_array_equal(consensus[j], expected[0])
+        np.testing.assert_array_equal(rank_cdf[j], expected[1])
+
+
 @pytest.mark.parametrize("level", [0, 1, -0.5, 2, "0.9", None])
 def test_bad_level(mallows_fit, level):
     with pytest.raises(ValueError, match="level must be a number in"):
