@@ -96,7 +96,10 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         The prior's r_j > 0 (equivalent mean code per rank): larger values favour
         smaller theta, that is more dispersed clusters. Each rate ``nu * r_j``
         must lie in [1e-300, 1e12], the range in which double precision can
-        normalise and sample the prior; other values raise a ValueError.
+        normalise and sample the prior; other values raise a ValueError. An
+        array may be longer than t_max (say one value per rank of a full
+        ranking, for top-k data): the values past t_max are checked but not
+        used.
     sampler : {"slice-gibbs", "beta-gibbs", "subcluster"}, default="slice-gibbs"
         "slice-gibbs" (Figure 1 of the paper) samples theta explicitly by slice
         sampling; with ``sigma_update="mh"`` it is an exact MCMC for the model.

@@ -372,6 +372,21 @@ def test_bad_parameters_are_refused(params, match):
         DPMallowsClustering(**params).fit([[0, 1, 2], [2, 1, -1]])
 
 
+def test_an_r_longer_than_the_rankings_uses_its_first_t_max_values():
+    # one r per rank of a full ranking, for top-2 data: the values past t_max
+    # are checked (above) but not used
+    X = [[0, 1], [1, 0], [2, 3], [3, 2]]
+    long = DPMallowsClustering(
+        r=[0.5, 2.0, 7.0, 9.0], n_iter=6, burn_in=2, random_state=0
+    )
+    short = DPMallowsClustering(r=[0.5, 2.0], n_iter=6, burn_in=2, random_state=0)
+    long.fit(X), short.fit(X)
+    assert_array_equal(long.r_, [0.5, 2.0])
+    assert_array_equal(long.label_samples_, short.label_samples_)
+    with pytest.raises(ValueError, match="r must be finite and > 0"):
+        DPMallowsClustering(r=[0.5, 2.0, -1.0]).fit(X)
+
+
 def test_new_rankings_are_validated():
     model = DPMallowsClustering(n_iter=4, burn_in=2, random_state=0).fit(
         [[0, 1], [1, 0], [2, 3]]
