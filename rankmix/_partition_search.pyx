@@ -37,8 +37,9 @@ from cython.parallel cimport parallel, prange
 
 from ._openmp cimport max_threads
 
+from libc.stdint cimport int8_t, int16_t, int32_t
+
 ctypedef Py_ssize_t intp_t
-ctypedef int int32_t
 
 # Relative gain below which a move is not made: keeps float round-off from
 # making two equally good clusters trade a point back and forth.
@@ -47,7 +48,8 @@ cdef double TOLERANCE = 1e-12
 
 cdef struct Search:
     intp_t n_points, n_draws, capacity
-    const int32_t* codes      # (n_draws, n_points) the draws, codes 0..L_m - 1
+    const void* codes         # (n_draws, n_points) the draws, codes 0..L_m - 1,
+    int code_bytes            # of int8, int16 or int32 (1, 2 or 4 bytes)
     const intp_t* n_labels    # (n_draws,) L_m
     const double* weight      # (n_draws,) w_m / W
     double* dg                # (n_points + 1,) g(x + 1) - g(x)
@@ -64,9 +66,19 @@ cdef struct Search:
     int32_t* label            # (n_points,) current cluster, -1 if not placed
 
 
+cdef inline intp_t _code(const Search* s, intp_t index) noexcept nogil:
+    """Entry ``index`` of the draws' codes, whatever their width (a branch
+    the processor predicts: one width per search)."""
+    if s.code_bytes == 1:
+        return (<const int8_t*> s.codes)[index]
+    if s.code_bytes == 2:
+        return (<const int16_t*> s.codes)[index]
+    return (<const int32_t*> s.codes)[index]
+
+
 cdef inline int32_t* _row(Search* s, intp_t m, intp_t point) noexcept nogil:
     """Draw m's counts, over the clusters k, of the point's cluster in draw m."""
-    return s.table + s.offset[m] + s.codes[m * s.n_points + point] * s.capacity
+    return s.table + s.offset[m] + _code(s, m * s.n_points + point) * s.capacity
 
 
 cdef inline void _place(Search* s, intp_t point, intp_t k, int change) noexcept nogil:
@@ -250,7 +262,7 @@ cdef void _free_workspace(Search* w) noexcept nogil:
 
 
 def search_partition(
-    const int32_t[:, ::1] codes,
+    codes,
     const intp_t[::1] n_labels,
     const double[::1] weights,
     const int32_t[:, ::1] orders,
@@ -262,7 +274,10 @@ def search_partition(
 ):
     """Least-expected-loss clustering over the runs; see the module docstring.
 
-    ``codes`` (M, N): distinct draws coded 0..L_m - 1; ``weights`` (M,) sum to
+    ``codes`` (M, N), C-contiguous int8, int16 or int32 (the smallest that
+    holds them: the estimators' draws take a byte a label, and int32 codes of
+    every draw were 4 times their size): distinct draws coded 0..L_m - 1,
+    with N > 0; ``weights`` (M,) sum to
     one; ``orders`` (max(R, 1), N): a permutation of the points for each of
     the ``R = n_random_runs`` runs from a random order; ``start`` (N,) or
     None: the clustering an extra run sweeps from (codes below ``capacity``),
@@ -277,6 +292,9 @@ def search_partition(
     """
     cdef Search shared
     cdef Search* w
+    cdef const int8_t[:, ::1] codes8
+    cdef const int16_t[:, ::1] codes16
+    cdef const int32_t[:, ::1] codes32
     cdef intp_t m, x, run, total = 0
     cdef intp_t n_points = codes.shape[1]
     cdef bint has_start = start is not None
@@ -293,7 +311,15 @@ def search_partition(
     shared.n_points = n_points
     shared.n_draws = codes.shape[0]
     shared.capacity = capacity
-    shared.codes = &codes[0, 0]
+    if codes.dtype == np.int8:
+        codes8 = codes
+        shared.codes, shared.code_bytes = &codes8[0, 0], 1
+    elif codes.dtype == np.int16:
+        codes16 = codes
+        shared.codes, shared.code_bytes = &codes16[0, 0], 2
+    else:
+        codes32 = codes
+        shared.codes, shared.code_bytes = &codes32[0, 0], 4
     shared.n_labels = &n_labels[0]
     shared.weight = &weights[0]
     shared.offset = <intp_t*> malloc(shared.n_draws * sizeof(intp_t))

@@ -215,9 +215,39 @@ def test_the_summaries_of_draws_copy_them_at_most_a_few_times():
     draws = rng.integers(0, 5, size=(20, 50_000)).astype(np.int8)
     for compute, most in [
         (lambda: expected_loss(draws[0], draws), 4),
-        (lambda: minimize_expected_loss(draws, n_runs=1, max_sweeps=1), 6),
+        (lambda: minimize_expected_loss(draws, n_runs=1, max_sweeps=1), 3),
         (lambda: plot_n_clusters(draws), 3),
         (lambda: plot_coclustering(draws, rows=np.arange(100)), 3),
     ]:
         assert _peak_bytes(compute) <= most * draws.nbytes
         plt.close("all")
+
+
+def test_the_search_reads_codes_of_any_width_alike():
+    # the search reads the draws' codes as int8, int16 or int32 (the smallest
+    # that holds them): the same clustering and loss from each
+    from rankmix._partition_search import search_partition
+
+    rng = np.random.default_rng(3)
+    # every draw numbered 0..L-1 by first appearance, as _check_labels codes it
+    codes = np.stack([canonical_labels(row) for row in rng.integers(0, 6, (7, 40))])
+    n_labels = codes.max(axis=1) + 1
+    weights = np.full(len(codes), 1 / len(codes))
+    orders = np.stack([rng.permutation(40) for _ in range(3)]).astype(np.int32)
+    found = [
+        search_partition(
+            np.ascontiguousarray(codes, dtype=dtype),
+            n_labels.astype(np.intp),
+            weights,
+            orders,
+            3,
+            None,
+            False,
+            12,
+            50,
+        )
+        for dtype in (np.int8, np.int16, np.int32)
+    ]
+    for labels, loss in found[1:]:
+        assert_array_equal(labels, found[0][0])
+        assert loss == found[0][1]

@@ -113,7 +113,9 @@ def minimize_expected_loss(
         raise ValueError(f"loss must be one of {_LOSSES}; got {loss!r}.")
     n_runs = _check_count(n_runs, "n_runs", low=0)
     max_sweeps = _check_count(max_sweeps, "max_sweeps", low=0)
-    codes, n_labels = _check_labels(label_samples)
+    # codes of a byte a label up to 128 clusters, as the estimators keep
+    # their draws (the search reads them in any of int8, int16 and int32)
+    codes, n_labels = _check_labels(label_samples, compact=True)
     n_samples = codes.shape[1]
     if n_samples == 0:
         return np.zeros(0, dtype=np.intp)
