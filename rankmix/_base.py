@@ -571,9 +571,10 @@ class BaseDPMixture(
         return new
 
     def _training_rows(self, X):
-        """The training rows as ``_X_fit`` keeps them (validated, in X's units);
-        rows on Dask workers stay there (``to_inference_data`` computes them)."""
-        return X if is_dask_array(X) else self._check_new_data(X)
+        """The training rows as ``_X_fit`` keeps them (validated, in X's units,
+        never the caller's own array); rows on Dask workers stay there
+        (``to_inference_data`` computes them)."""
+        return X if is_dask_array(X) else private_rows(self._check_new_data(X), X)
 
     def _check_rows_elsewhere(self, sample_weight):
         """Refuse what a fit of rows held by Dask workers cannot do: only the
@@ -1229,6 +1230,30 @@ class BaseDPMixture(
         """Number of kept draws, all chains together."""
         check_is_fitted(self)
         return self.label_samples_.shape[0]
+
+
+def private_rows(rows, given):
+    """``rows``, copied if they share memory with the caller's ``given``.
+
+    Validation passes a float64 array through as it is: a model that kept it
+    would change when the caller reuses its array (``X *= 2``), and a warm fit
+    would compare the new X with itself and continue the chains on other data
+    (179 clusters where a copy of the same data gave 3).
+    """
+
+    def buffers(m):
+        if sparse.issparse(m):
+            return [m.data, m.indices, m.indptr]
+        # a data frame's values may be a view of its block
+        return [m] if isinstance(m, np.ndarray) else [np.asarray(m)]
+
+    if is_dask_array(given) or not any(
+        np.may_share_memory(mine, theirs)
+        for mine in buffers(rows)
+        for theirs in buffers(given)
+    ):
+        return rows
+    return rows.copy()
 
 
 def _same_rows(X, Y):

@@ -10,7 +10,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
 from . import _subcluster_chain
-from ._base import PREDICTIVE_DRAWS
+from ._base import PREDICTIVE_DRAWS, private_rows
 from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
@@ -194,9 +194,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         run all the sweeps: burn-in and thinning count sweeps from the chains'
         start, so the burn-in is that of the first fit only, and
         ``fit(n_iter=200)`` then ``fit(n_iter=200)`` gives the draws of one
-        ``fit(n_iter=400)``. A warm fit on other data, or with other parameters
-        than ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which
-        only seeds chains that start), raises a ValueError. The chains hold
+        ``fit(n_iter=400)``: the same labels, traces and means, while the few
+        draws whose predictive factors the warm fit rebuilds from the rows (see
+        "Memory of the draws") may differ from the long fit's in the last bits,
+        and so may ``covariances_`` and the predictive methods' values, by about
+        1e-15 relative. A warm fit on other data, or with other parameters than
+        ``n_iter``, ``verbose``, ``n_jobs`` and ``random_state`` (which only
+        seeds chains that start), raises a ValueError. The chains hold
         their work arrays in memory, run in threads whatever joblib's
         backend (they cannot leave this process) and are not pickled: a
         restored estimator starts new chains, with a warning.
@@ -551,11 +555,13 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             rows.rescale(k)
             summary = _DataSummary.of(rows.moments())
         else:
-            X = _validate_vectors(self, X, reset=True)
+            given, X = X, _validate_vectors(self, X, reset=True)
             k = self._scale_exponent = _scale_exponent(
                 float(np.max(np.abs(X))) if X.size else 0.0
             )
-            rows = np.ldexp(X, -k) if k else X
+            # the chains' own rows, never the caller's array (a warm fit
+            # continues them)
+            rows = np.ldexp(X, -k) if k else private_rows(X, given)
             summary = _DataSummary.of(
                 merge_moments(block_moments(rows, _subcluster_chain.ROW_BLOCK))
             )
