@@ -566,15 +566,31 @@ class BaseDPMixture(
             return extend_posterior(previous, new, self.n_chains)
         # the training rows in the units of new data, for the pointwise
         # log-likelihood of to_inference_data and the data check of warm fits
-        self._X_fit = self._training_rows(X_fit)
+        self._X_fit = self._training_rows(X_fit, X)
         self._chain_parameters = self._parameters_of_the_chains()
         return new
 
-    def _training_rows(self, X):
-        """The training rows as ``_X_fit`` keeps them (validated, in X's units,
-        never the caller's own array); rows on Dask workers stay there
-        (``to_inference_data`` computes them)."""
-        return X if is_dask_array(X) else private_rows(self._check_new_data(X), X)
+    def _training_rows(self, X, chain_rows=None):
+        """The training rows as ``_X_fit`` keeps them (validated, in X's units);
+        rows on Dask workers stay there (``to_inference_data`` computes them).
+
+        Never the caller's own array: where validation passed it through, the
+        chains' ``chain_rows`` when they are a private copy of the same values
+        (one copy of X for both), else a copy.
+        """
+        if is_dask_array(X):
+            return X
+        rows = self._check_new_data(X)
+        if not shares_memory(rows, X):
+            return rows
+        if (
+            isinstance(chain_rows, np.ndarray)
+            and not shares_memory(chain_rows, X)
+            and chain_rows.dtype == rows.dtype
+            and np.array_equal(chain_rows, rows)
+        ):
+            return chain_rows
+        return rows.copy()
 
     def _check_rows_elsewhere(self, sample_weight):
         """Refuse what a fit of rows held by Dask workers cannot do: only the
@@ -1232,28 +1248,36 @@ class BaseDPMixture(
         return self.label_samples_.shape[0]
 
 
+def shares_memory(rows, given):
+    """Whether validated ``rows`` may share memory with the caller's ``given``
+    (an array, a sparse matrix or a data frame of one dtype, whose values may
+    be a view of its block; validation copied anything else)."""
+
+    def buffers(m):
+        if sparse.issparse(m):
+            return [m.data, m.indices, m.indptr]
+        if isinstance(m, np.ndarray):
+            return [m]
+        if hasattr(m, "columns") and m.dtypes.nunique() == 1:
+            return [np.asarray(m)]
+        return []
+
+    return not is_dask_array(given) and any(
+        np.may_share_memory(mine, theirs)
+        for mine in buffers(rows)
+        for theirs in buffers(given)
+    )
+
+
 def private_rows(rows, given):
-    """``rows``, copied if they share memory with the caller's ``given``.
+    """``rows``, copied if they may share memory with the caller's ``given``.
 
     Validation passes a float64 array through as it is: a model that kept it
     would change when the caller reuses its array (``X *= 2``), and a warm fit
     would compare the new X with itself and continue the chains on other data
     (179 clusters where a copy of the same data gave 3).
     """
-
-    def buffers(m):
-        if sparse.issparse(m):
-            return [m.data, m.indices, m.indptr]
-        # a data frame's values may be a view of its block
-        return [m] if isinstance(m, np.ndarray) else [np.asarray(m)]
-
-    if is_dask_array(given) or not any(
-        np.may_share_memory(mine, theirs)
-        for mine in buffers(rows)
-        for theirs in buffers(given)
-    ):
-        return rows
-    return rows.copy()
+    return rows.copy() if shares_memory(rows, given) else rows
 
 
 def _same_rows(X, Y):

@@ -158,7 +158,8 @@ def _check_labels(label_samples, name="label_samples", compact=False):
     Returns ``codes`` (S, N) int32, C-contiguous, with the clusters of each row
     numbered in order of first appearance, and ``n_clusters`` (S,) intp. Errors
     name the argument ``name``. ``compact``: codes in the smallest of int8,
-    int16 and int32 that holds them (for ``_pairwise_codes``).
+    int16 and int32 that holds them (a byte a label for the estimators'
+    draws: the VI, the least-expected-loss search and the plots read them so).
     """
     labels = np.asarray(label_samples)
     if labels.ndim != 2:

@@ -233,7 +233,8 @@ def _interleave(n_chains):
 def _pool_labels(blocks, order=None):
     # The snapshots number clusters 0..K-1, so the largest label is the largest
     # K less one: store the draws in the smallest integer dtype that holds it
-    # (int8 for up to 128 clusters), copied once from the blocks.
+    # (int8 for up to 128 clusters), copied once from the blocks (not at all
+    # from a single block of that dtype).
     if order is not None:
         blocks = [blocks[i] for i in order]
     n_clusters_max = max(int(block.max(initial=0)) for block in blocks) + 1

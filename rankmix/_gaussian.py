@@ -453,7 +453,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     draw are kept (``label_samples_``, ``trace_``), as are the point-estimate
     draw's factors. The pointwise log-likelihood of `to_inference_data` reads
     every draw: a draw without its factors has them rebuilt from the training
-    rows and its labels, O(N d^2) a draw, one draw at a time. A fit of a dask
+    rows and its labels, O(N d^2) a draw, one draw at a time. The model keeps
+    its own copy of the training rows for this and for a warm fit's check of
+    its data (N x d float64), never the caller's array, which the caller may
+    change after the fit. A fit of a dask
     array trims its draws alike: the draws its end needs whole are rebuilt on
     the workers, from the block moments of each cluster's rows, to the bit as
     in process (no row is fetched; ``to_inference_data`` after the fit fetches
@@ -559,9 +562,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             k = self._scale_exponent = _scale_exponent(
                 float(np.max(np.abs(X))) if X.size else 0.0
             )
-            # the chains' own rows, never the caller's array (a warm fit
-            # continues them)
-            rows = np.ldexp(X, -k) if k else private_rows(X, given)
+            # chains that a warm fit continues get rows of their own, never the
+            # caller's array (which _X_fit then shares: one copy of X)
+            rows = np.ldexp(X, -k) if k else X
+            if self.warm_start:
+                rows = private_rows(rows, given)
             summary = _DataSummary.of(
                 merge_moments(block_moments(rows, _subcluster_chain.ROW_BLOCK))
             )

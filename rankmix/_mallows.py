@@ -792,8 +792,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         return gammaln(n - ranking_lengths(X) + 1.0) - gammaln(n + 1.0)
 
     def _describe_clusters(self, parameters):
-        sigmas, thetas, _, _ = parameters
+        sigmas, thetas, *rest = parameters
         self.central_rankings_ = _wide(sigmas)
+        # the point-estimate draw keeps central_rankings_ itself, as before the
+        # draws were kept compactly: what the predictive methods read of it is
+        # what the attribute shows
+        self._best_parameters = (self.central_rankings_, thetas, *rest)
+        self._draws[self._best_draw] = self._best_parameters
         self.thetas_ = self._mask_uninformative_stages(thetas)
 
     def _mask_uninformative_stages(self, thetas):
@@ -936,7 +941,8 @@ def _compact_draw(parameters, whole):
 
 def _wide(sigmas):
     """Central rankings as the compiled code and the public functions take
-    them: intp (a no-op on the chains' own arrays)."""
+    them: intp (a copy of a kept draw's compact ones; no copy of the
+    point-estimate draw's, which are intp)."""
     return np.asarray(sigmas, dtype=np.intp)
 
 
