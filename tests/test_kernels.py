@@ -87,6 +87,17 @@ def test_log_psi_matches_reference(m, theta):
     )
 
 
+@pytest.mark.parametrize("m", [1, 20, 533, 16383])
+@pytest.mark.parametrize("theta", [0.3, 5.0, 9.9, 10.1, 20.0, 30.0, 35.0, 300.0])
+def test_log_psi_keeps_its_relative_precision_at_large_theta(m, theta):
+    # log(-expm1(-x)) rounds 1 - e^-x near 1: log psi_20(30) was 1.7e-4 off
+    # relatively, log psi_16383(35) 5.6e-2 (the absolute test above cannot see
+    # it), which a prior of nu = 1e12 pseudo-rankings multiplies
+    expected = np.log1p(np.sum(np.exp(-np.arange(1, m + 1) * theta)))
+    rtol = 1e-14 if theta > 10 else 1e-11  # the expm1 form below theta = 10
+    assert_allclose(_kernels._log_psi_wrapper(m, theta), expected, rtol=rtol)
+
+
 def test_rankings_from_codes_inverts_codes():
     # reading rankings off sigma from their codes gives the rankings back
     rng = np.random.RandomState(2)
