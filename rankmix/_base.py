@@ -473,6 +473,10 @@ class BaseDPMixture(
                 self._prepare(X_given)  # validate the rows as given: errors name them
             X_fit = X
             X = self._prepare(X, space=space)
+            if self.warm_start:
+                # chains that a warm fit continues get rows of their own, never
+                # the caller's array (which _X_fit then shares: one copy of X)
+                X = private_rows(X, X_fit)
             make_chain, chains, sweeps_done = self._chain_factory(X), None, 0
         else:
             X_fit, make_chain = None, None

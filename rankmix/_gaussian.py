@@ -10,7 +10,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
 from . import _subcluster_chain
-from ._base import PREDICTIVE_DRAWS, private_rows
+from ._base import PREDICTIVE_DRAWS
 from ._collapsed import BaseCollapsedDPMixture
 from ._distributed import block_moments, is_dask_array, merge_moments
 from ._gaussian_kernels import NIWModel, student_t_log_density
@@ -558,15 +558,11 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
             rows.rescale(k)
             summary = _DataSummary.of(rows.moments())
         else:
-            given, X = X, _validate_vectors(self, X, reset=True)
+            X = _validate_vectors(self, X, reset=True)
             k = self._scale_exponent = _scale_exponent(
                 float(np.max(np.abs(X))) if X.size else 0.0
             )
-            # chains that a warm fit continues get rows of their own, never the
-            # caller's array (which _X_fit then shares: one copy of X)
             rows = np.ldexp(X, -k) if k else X
-            if self.warm_start:
-                rows = private_rows(rows, given)
             summary = _DataSummary.of(
                 merge_moments(block_moments(rows, _subcluster_chain.ROW_BLOCK))
             )

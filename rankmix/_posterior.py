@@ -236,7 +236,7 @@ class PosteriorSummaryMixin:
         quantiles = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
         intervals = {}
         for name, values in samples.items():
-            if values.ndim < 2 or not np.issubdtype(values.dtype, np.floating):
+            if values.ndim < 2:  # alpha: one value a draw, not a cluster
                 continue
             picked = values[draws, matched]  # (n_draws, n_clusters_, ...)
             intervals[name] = np.moveaxis(np.quantile(picked, quantiles, axis=0), 0, -1)
