@@ -469,21 +469,14 @@ def _reference_log_normaliser(a, b, m):
     integrand is psi_m(0)^-b e^(-(a - b m / 2) theta) to first order (valid when
     a - b m / 2 >> sqrt(b Var k)); at an inner mode of a large b, Laplace's
     approximation (relative error O(1 / b))."""
-    k = np.arange(m + 1.0)
-
-    def moments(theta):
-        w = np.exp(-theta * k)
-        w /= w.sum()
-        return w @ k, w @ k**2 - (w @ k) ** 2
-
     slope0 = -a + b * m / 2.0
     if slope0 <= 0:
         return -np.log(-slope0) - b * np.log(m + 1.0)
     from scipy.optimize import brentq
 
-    mode = brentq(lambda t: -a + b * moments(t)[0], 0.0, 50.0, xtol=1e-15)
-    top = -a * mode - b * np.log(np.exp(-mode * k).sum())
-    return top + 0.5 * np.log(2 * np.pi / (b * moments(mode)[1]))
+    mode = brentq(lambda t: -a + b * _code_moments(t, m)[0], 0.0, 50.0, xtol=1e-15)
+    top = -a * mode - b * np.log(np.exp(-mode * np.arange(m + 1.0)).sum())
+    return top + 0.5 * np.log(2 * np.pi / (b * _code_moments(mode, m)[1]))
 
 
 @pytest.mark.parametrize(
