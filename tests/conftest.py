@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Fixtures shared by the tests: the shared data folder, no network, a Dask cluster."""
 
+import os
 import urllib.request
 from pathlib import Path
 
@@ -31,13 +32,17 @@ def no_network(monkeypatch):
 
 @pytest.fixture(scope="module")
 def dask_client():
-    """A client of a LocalCluster of 2 worker processes, one thread each, for the
-    tests of fits on Dask of one module (skips them without dask.distributed);
-    closed after the module, so that no other test finds it active."""
+    """A client of a LocalCluster of 2 worker processes (or the environment
+    variable ``RANKMIX_TEST_DASK_WORKERS``), one thread each, for the tests of
+    fits on Dask of one module (skips them without dask.distributed); closed after
+    the module, so that no other test finds it active."""
     distributed = pytest.importorskip("distributed")
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=int(os.environ.get("RANKMIX_TEST_DASK_WORKERS", 2)),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

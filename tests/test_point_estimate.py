@@ -12,6 +12,7 @@ from rankmix.metrics import (
 )
 
 from ._dp_reference import canonical_labels, set_partitions
+from ._threads import thread_counts
 
 
 def _binder(u, v):
@@ -177,7 +178,7 @@ def test_the_result_does_not_depend_on_the_number_of_threads():
     rng = np.random.default_rng(4)
     draws = _random_draws(rng, 50, 300, 5)
     results = []
-    for n_threads in (1, 2, 3):
+    for n_threads in thread_counts(1, 2, 3):
         with threadpool_limits(limits=n_threads, user_api="openmp"):
             results.append(
                 minimize_expected_loss(draws, n_runs=5, start=draws[0], random_state=0)
