@@ -22,6 +22,13 @@ What travels per sweep: the labels (8 bytes a row, both ways), the parameters
 clusters (blocks x K x (1 + d + d^2) doubles for ``full``, blocks x K x (5 + V)
 for counts over V features). Each split or merge proposal sends the indices of
 its rows and gets one byte and one double a row back, per launch scan.
+
+A sweep is a score of round trips (the label step, and each proposal's scans),
+so what a round trip costs decides how a chain scales: each is one task per
+worker thread that holds chunks (its "lane", ``worker_lanes``), which runs the
+operation on those chunks in turn, not one task per chunk. Dask's scheduler
+spends milliseconds on each task, so an array of many chunks would otherwise
+pay for its chunks in every round trip, whatever the work.
 """
 
 from numbers import Integral
@@ -102,6 +109,39 @@ def merge_moments(blocks):
         mean = mean + delta * (n_b / total)
         n = total
     return n, mean, M2
+
+
+def worker_lanes(homes, threads):
+    """The chunks in lanes: those of each worker dealt among at most its threads.
+
+    Parameters
+    ----------
+    homes : sequence
+        The worker holding each chunk (None where unknown).
+    threads : dict
+        The number of threads of each worker.
+
+    Returns
+    -------
+    lanes : list of (worker, list of int)
+        Each lane's worker and its chunks, in increasing order; every chunk is
+        in one lane. A worker of t threads and c chunks has min(t, c) lanes, so
+        that its threads run one task each.
+    """
+    by_worker = {}
+    for chunk, worker in enumerate(homes):
+        by_worker.setdefault(worker, []).append(chunk)
+    lanes = []
+    for worker, chunks in by_worker.items():
+        n_lanes = max(1, min(len(chunks), threads.get(worker, 1)))
+        lanes.extend((worker, chunks[k::n_lanes]) for k in range(n_lanes))
+    return lanes
+
+
+def _on_chunks(function, values, arguments):
+    """``function(value, *args)`` for each chunk's value and arguments, in turn:
+    the task of one lane."""
+    return [function(value, *args) for value, args in zip(values, arguments)]
 
 
 def _chunk_max_abs(block):
@@ -202,6 +242,7 @@ class DaskRows:
         # the chunks, persisted: they stay on the workers from here on
         self._chunks = client.compute(list(X.to_delayed()[:, 0]))
         self._families = None
+        self._lanes = None
 
     @property
     def shape(self):
@@ -209,12 +250,55 @@ class DaskRows:
 
     # -- the data's summaries, for validation and the data-dependent priors -------
 
-    def _map(self, function, *args, chunks=None):
+    def _placement(self):
+        """The lanes (``worker_lanes``) of the chunks where they are now; found
+        once, when first needed (the chunks computed, or bound if they are)."""
+        if self._lanes is None:
+            from distributed import futures_of, wait
+
+            futures = self._chunks if self._families is None else self._families
+            if futures_of(futures):
+                wait(futures)
+            who_has = self.client.who_has(futures)
+            homes = [next(iter(who_has.get(f.key, ())), None) for f in futures]
+            self._lanes = worker_lanes(homes, self.client.nthreads())
+        return self._lanes
+
+    def _on_lanes(self, function, values, arguments, chunks=None):
+        """``function(values[c], *arguments(c))`` for the chunks ``chunks`` (all by
+        default), one task per lane, on the lane's worker; the results in the
+        order of ``chunks``.
+
+        A worker that left is no error: its lanes' tasks run where Dask puts
+        them (``allow_other_workers``), their chunks recomputed or moved.
+        """
+        chunks = range(len(values)) if chunks is None else chunks
+        wanted = set(chunks)
+        tasks, lanes = [], []
+        for worker, lane in self._placement():
+            mine = [c for c in lane if c in wanted]
+            if not mine:
+                continue
+            tasks.append(
+                self.client.submit(
+                    _on_chunks,
+                    function,
+                    [values[c] for c in mine],
+                    [arguments(c) for c in mine],
+                    workers=None if worker is None else [worker],
+                    allow_other_workers=True,
+                    pure=False,
+                )
+            )
+            lanes.append(mine)
+        results = {}
+        for mine, parts in zip(lanes, self.client.gather(tasks)):
+            results.update(zip(mine, parts))
+        return [results[c] for c in chunks]
+
+    def _map(self, function, *args):
         """``function(chunk, *args)`` for every chunk, on its worker; the results."""
-        chunks = self._chunks if chunks is None else chunks
-        return self.client.gather(
-            [self.client.submit(function, chunk, *args, pure=False) for chunk in chunks]
-        )
+        return self._on_lanes(function, self._chunks, lambda c: args)
 
     def first_bad_row(self):
         """The first row holding NaN or inf, or None."""
@@ -273,18 +357,15 @@ class DaskRows:
         """
         if self._families is None:
             raise RuntimeError("bind a model to the rows first")
-        chunks = range(len(self._families)) if chunks is None else chunks
-        futures = [
-            self.client.submit(
-                function,
-                self._families[c],
+        return self._on_lanes(
+            function,
+            self._families,
+            lambda c: (
                 int(self.offsets[c]),
                 *[a(c) if callable(a) else a for a in args_per_chunk],
-                pure=False,
-            )
-            for c in chunks
-        ]
-        return self.client.gather(futures)
+            ),
+            chunks,
+        )
 
     def _slice(self, array):
         return lambda c: array[self.offsets[c] : self.offsets[c] + self.sizes[c]]
@@ -397,16 +478,14 @@ class DaskRows:
         if len(indices) == 0:
             return np.empty((0, self.n_features))
         chunks, parts = self._split(indices)
-        futures = [
-            self.client.submit(
+        return np.concatenate(
+            self._on_lanes(
                 _rows,
-                self._chunks[c],
-                indices[parts[c][0] : parts[c][1]] - self.offsets[c],
-                pure=False,
+                self._chunks,
+                lambda c: (indices[parts[c][0] : parts[c][1]] - self.offsets[c],),
+                chunks,
             )
-            for c in chunks
-        ]
-        return np.concatenate(self.client.gather(futures))
+        )
 
 
 def _prior_predictive(family, offset):

@@ -25,6 +25,7 @@ from rankmix._distributed import (
     aligned_chunks,
     block_moments,
     merge_moments,
+    worker_lanes,
 )
 from rankmix._gaussian_kernels import NIWModel
 from rankmix._isotropic_kernels import IsotropicModel
@@ -58,6 +59,8 @@ def two_blobs(n=300, d=2, seed=0):
 class _Done:
     """A future whose value is known."""
 
+    key = None  # held by no worker (``SerialClient.who_has``)
+
     def __init__(self, value):
         self.value = value
 
@@ -69,11 +72,22 @@ class SerialClient:
     """The part of ``distributed.Client`` that ``DaskRows`` uses, run in process:
     the rows' operations without a cluster, for fast exact comparisons."""
 
-    def submit(self, function, *args, pure=True):
-        return _Done(function(*[a.value if isinstance(a, _Done) else a for a in args]))
+    def submit(self, function, *args, pure=True, **where):
+        def value(a):
+            if isinstance(a, list):
+                return [value(item) for item in a]
+            return a.value if isinstance(a, _Done) else a
+
+        return _Done(function(*[value(a) for a in args]))
 
     def gather(self, futures):
         return [future.value for future in futures]
+
+    def who_has(self, futures):
+        return {}
+
+    def nthreads(self):
+        return {}
 
     def compute(self, collections):
         return [_Done(c.compute()) for c in collections]
@@ -172,6 +186,37 @@ def test_aligned_chunks_cut_at_blocks():
     assert aligned_chunks((5, 295), 300, 16) == (300,)
     assert aligned_chunks((300,), 300, 16) == (300,)
     assert sum(aligned_chunks((7,) * 100, 700, 64)) == 700
+
+
+def test_worker_lanes_deal_each_workers_chunks_among_its_threads():
+    homes = ["a", "b", "a", "a", None, "b", "a"]
+    lanes = worker_lanes(homes, {"a": 2, "b": 4})
+    assert lanes == [("a", [0, 3]), ("a", [2, 6]), ("b", [1]), ("b", [5]), (None, [4])]
+    # every chunk in one lane; a worker of unknown threads runs one
+    assert worker_lanes(["a"] * 3, {}) == [("a", [0, 1, 2])]
+    assert worker_lanes([], {"a": 2}) == []
+
+
+def test_a_round_trip_is_one_task_per_lane(dask_client, monkeypatch):
+    # 12 chunks on the workers: an operation on all of them submits one task per
+    # lane (worker thread holding chunks), not one per chunk, and gives what the
+    # rows in process give
+    X = two_blobs(768, 2)
+    model = make_model("full", 2, len(X))
+    rows = DaskRows(da.from_array(X, chunks=(64, -1)), dask_client, 64).bind(model)
+    assert len(rows.sizes) == 12
+    submitted = []
+    submit = dask_client.submit
+
+    def counting(*args, **kwargs):
+        submitted.append(args[0])
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(dask_client, "submit", counting)
+    there = rows.prior_predictive()
+    threads = sum(dask_client.nthreads().values())
+    assert 1 <= len(submitted) == len(rows._placement()) <= threads
+    assert_array_equal(there, model.family(X).log_prior_predictive())
 
 
 # -- exactness with many blocks ------------------------------------------------------
