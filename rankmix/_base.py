@@ -482,6 +482,18 @@ class BaseDPMixture(
             X_fit, make_chain = None, None
             chains, sweeps_done = self._chains, self.n_iter_
         try:
+            return self._fit_chains(
+                make_chain, chains, sweeps_done, previous, X, X_fit, X_given, counts
+            )
+        finally:
+            if isinstance(X, DaskRows):
+                X.close()  # the actors on its workers go now, not at the next gc
+
+    def _fit_chains(
+        self, make_chain, chains, sweeps_done, previous, X, X_fit, X_given, counts
+    ):
+        """``_fit``'s sampling and summary, once the rows are prepared."""
+        try:
             posterior = self._sample(
                 make_chain, chains, sweeps_done, previous, X, X_fit
             )

@@ -24,13 +24,27 @@ for counts over V features). Each split or merge proposal sends the indices of
 its rows and gets one byte and one double a row back, per launch scan.
 
 A sweep is a score of round trips (the label step, and each proposal's scans),
-so what a round trip costs decides how a chain scales: each is one task per
-worker thread that holds chunks (its "lane", ``worker_lanes``), which runs the
-operation on those chunks in turn, not one task per chunk. Dask's scheduler
-spends milliseconds on each task, so an array of many chunks would otherwise
-pay for its chunks in every round trip, whatever the work.
+so what a round trip costs decides how a chain scales. Dask's scheduler spends
+milliseconds on each task (about 5 ms on a 2-core machine), so a task per chunk
+would make an array of many chunks pay for each of them in every round trip,
+whatever the work. Instead:
+
+* the chain's operations on the bound chunks call one actor per worker
+  (``ChunkHolder``, Dask's actors), which holds that worker's families and runs
+  the operation on them, on the worker's threads: no task at all;
+* the summaries of the chunks before they are bound (validation, the priors'
+  data summaries) and the reading of rows run one task per worker thread
+  that holds chunks (its "lane", ``worker_lanes``), on those chunks in turn.
+
+An actor goes with its worker: a call that fails because the worker left makes
+new actors, where Dask has recomputed or moved the families, and runs again, so
+the draws do not change. While a fit runs, its actors keep their workers from
+being retired gracefully (``retire_workers``, an adaptive cluster's scaling
+down); they go when the fit ends.
 """
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
 import numpy as np
@@ -144,6 +158,40 @@ def _on_chunks(function, values, arguments):
     return [function(value, *args) for value, args in zip(values, arguments)]
 
 
+class ChunkHolder:
+    """A Dask actor on one worker: the chunks bound there, and the chain's
+    operations on them.
+
+    A call reaches it from the client without a task: no key, no scheduling, no
+    task state on the scheduler, which a round trip of tasks pays for on every
+    sweep. Its chunks run on the worker's threads.
+
+    Parameters
+    ----------
+    chunks : list of int
+        The indices of the chunks it holds.
+    families : list
+        Their families (``model.family(rows)``), in the same order.
+    n_threads : int
+        The worker's threads.
+    """
+
+    def __init__(self, chunks, families, n_threads):
+        self.families = dict(zip(chunks, families))
+        self.n_threads = max(1, min(int(n_threads), len(chunks)))
+        self._pool = None
+
+    def run(self, function, chunks, arguments):
+        """``function(family, *args)`` for each chunk of ``chunks`` and its
+        arguments; the results in that order."""
+        calls = [(self.families[c], args) for c, args in zip(chunks, arguments)]
+        if self.n_threads == 1 or len(calls) < 2:
+            return [function(family, *args) for family, args in calls]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_threads)
+        return list(self._pool.map(lambda call: function(call[0], *call[1]), calls))
+
+
 def _chunk_max_abs(block):
     return float(np.max(np.abs(block))) if block.size else 0.0
 
@@ -243,6 +291,8 @@ class DaskRows:
         self._chunks = client.compute(list(X.to_delayed()[:, 0]))
         self._families = None
         self._lanes = None
+        self._holders = None
+        self._holders_lock = threading.Lock()
 
     @property
     def shape(self):
@@ -254,15 +304,18 @@ class DaskRows:
         """The lanes (``worker_lanes``) of the chunks where they are now; found
         once, when first needed (the chunks computed, or bound if they are)."""
         if self._lanes is None:
-            from distributed import futures_of, wait
-
             futures = self._chunks if self._families is None else self._families
-            if futures_of(futures):
-                wait(futures)
-            who_has = self.client.who_has(futures)
-            homes = [next(iter(who_has.get(f.key, ())), None) for f in futures]
-            self._lanes = worker_lanes(homes, self.client.nthreads())
+            self._lanes = worker_lanes(self._homes(futures), self.client.nthreads())
         return self._lanes
+
+    def _homes(self, futures):
+        """The worker holding each future's value, once they are computed."""
+        from distributed import futures_of, wait
+
+        if futures_of(futures):
+            wait(futures)
+        who_has = self.client.who_has(futures)
+        return [next(iter(who_has.get(f.key, ())), None) for f in futures]
 
     def _on_lanes(self, function, values, arguments, chunks=None):
         """``function(values[c], *arguments(c))`` for the chunks ``chunks`` (all by
@@ -347,7 +400,57 @@ class DaskRows:
             self.client.submit(model.family, chunk, pure=False)
             for chunk in self._chunks
         ]
+        self._holders = None
         return self
+
+    def _chunk_holders(self):
+        """One ``ChunkHolder`` actor per worker holding bound chunks, each with
+        the chunks it holds: [(actor future, actor, chunks)], made when first
+        needed (a lock, since two chains may share the rows)."""
+        with self._holders_lock:
+            if self._holders is None:
+                threads = self.client.nthreads()
+                holders = []
+                for worker, chunks in worker_lanes(self._homes(self._families), {}):
+                    future = self.client.submit(
+                        ChunkHolder,
+                        chunks,
+                        [self._families[c] for c in chunks],
+                        threads.get(worker, 1),
+                        actor=True,
+                        workers=None if worker is None else [worker],
+                        allow_other_workers=True,
+                        pure=False,
+                    )
+                    holders.append((future, future.result(), chunks))
+                self._holders = holders
+            return self._holders
+
+    def close(self):
+        """Release the actors now; an operation after this makes new ones.
+
+        Each call of a Dask actor leaves closures in reference cycles that hold
+        its proxy, and the proxy holds a future of its own (``_future``, Dask's
+        private attribute): without this the actors, and the families they
+        hold, would stay on the workers (and keep them from retiring) until
+        Python's cycle collector ran.
+        """
+        with self._holders_lock:
+            holders, self._holders = self._holders, None
+        for future, actor, _ in holders or ():
+            future.release()
+            proxy_future = getattr(actor, "_future", None)
+            if proxy_future is not None:
+                proxy_future.release()
+
+    def _holders_lost(self, holders):
+        """Whether a worker holding one of ``holders`` left (the actors then go
+        with it; their chunks' families are recomputed or moved by Dask)."""
+        futures = [future for future, _, _ in holders]
+        if any(future.status != "finished" for future in futures):
+            return True
+        who_has = self.client.who_has(futures)
+        return any(not who_has.get(future.key) for future in futures)
 
     def _submit(self, function, *args_per_chunk, chunks=None):
         """``function(family, offset, *args)`` on chosen chunks; results in order.
@@ -357,15 +460,36 @@ class DaskRows:
         """
         if self._families is None:
             raise RuntimeError("bind a model to the rows first")
-        return self._on_lanes(
-            function,
-            self._families,
-            lambda c: (
+        chunks = range(len(self._families)) if chunks is None else chunks
+        wanted = set(chunks)
+
+        def arguments(c):
+            return (
                 int(self.offsets[c]),
                 *[a(c) if callable(a) else a for a in args_per_chunk],
-            ),
-            chunks,
-        )
+            )
+
+        for attempt in range(2):
+            holders = self._chunk_holders()
+            results = {}
+            try:
+                calls = []
+                for _, actor, held in holders:
+                    mine = [c for c in held if c in wanted]
+                    if mine:
+                        args = [arguments(c) for c in mine]
+                        calls.append((mine, actor.run(function, mine, args)))
+                for mine, call in calls:
+                    results.update(zip(mine, call.result()))
+            except Exception:
+                # a worker that left took its actor: new ones, once
+                if attempt or not self._holders_lost(holders):
+                    raise
+                with self._holders_lock:
+                    if self._holders is holders:
+                        self._holders = None
+                continue
+            return [results[c] for c in chunks]
 
     def _slice(self, array):
         return lambda c: array[self.offsets[c] : self.offsets[c] + self.sizes[c]]

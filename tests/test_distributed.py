@@ -5,6 +5,8 @@ do not depend on where the rows are: the same chain with its rows held by Dask
 workers (``_distributed.DaskRows``) draws exactly what it draws in process.
 """
 
+import gc
+import time
 import warnings
 
 import numpy as np
@@ -21,6 +23,7 @@ from rankmix import (
 )
 from rankmix import _subcluster_chain as chain_module
 from rankmix._distributed import (
+    ChunkHolder,
     DaskRows,
     aligned_chunks,
     block_moments,
@@ -67,18 +70,33 @@ class _Done:
     def result(self):
         return self.value
 
+    def release(self):
+        pass
+
+
+class _SerialActor:
+    """An actor in process: its methods' results as known futures."""
+
+    def __init__(self, instance):
+        self.instance = instance
+
+    def __getattr__(self, name):
+        method = getattr(self.instance, name)
+        return lambda *args: _Done(method(*args))
+
 
 class SerialClient:
     """The part of ``distributed.Client`` that ``DaskRows`` uses, run in process:
     the rows' operations without a cluster, for fast exact comparisons."""
 
-    def submit(self, function, *args, pure=True, **where):
+    def submit(self, function, *args, pure=True, actor=False, **where):
         def value(a):
             if isinstance(a, list):
                 return [value(item) for item in a]
             return a.value if isinstance(a, _Done) else a
 
-        return _Done(function(*[value(a) for a in args]))
+        result = function(*[value(a) for a in args])
+        return _Done(_SerialActor(result) if actor else result)
 
     def gather(self, futures):
         return [future.value for future in futures]
@@ -197,26 +215,86 @@ def test_worker_lanes_deal_each_workers_chunks_among_its_threads():
     assert worker_lanes([], {"a": 2}) == []
 
 
-def test_a_round_trip_is_one_task_per_lane(dask_client, monkeypatch):
-    # 12 chunks on the workers: an operation on all of them submits one task per
-    # lane (worker thread holding chunks), not one per chunk, and gives what the
-    # rows in process give
-    X = two_blobs(768, 2)
-    model = make_model("full", 2, len(X))
-    rows = DaskRows(da.from_array(X, chunks=(64, -1)), dask_client, 64).bind(model)
-    assert len(rows.sizes) == 12
+def _counting_submits(client, monkeypatch):
+    """The functions ``client.submit`` is given from here on."""
     submitted = []
-    submit = dask_client.submit
+    submit = client.submit
 
     def counting(*args, **kwargs):
         submitted.append(args[0])
         return submit(*args, **kwargs)
 
-    monkeypatch.setattr(dask_client, "submit", counting)
-    there = rows.prior_predictive()
+    monkeypatch.setattr(client, "submit", counting)
+    return submitted
+
+
+def test_round_trips_cost_a_task_per_lane_or_none(dask_client, monkeypatch):
+    # 12 chunks on the workers. A summary of the chunks (validation) submits one
+    # task per lane (a worker thread holding chunks), not one per chunk; the
+    # chain's operations on the bound chunks call one actor per worker, made
+    # once, and submit no task at all. Both give what the rows in process give.
+    X = two_blobs(768, 2)
+    model = make_model("full", 2, len(X))
+    rows = DaskRows(da.from_array(X, chunks=(64, -1)), dask_client, 64)
+    assert len(rows.sizes) == 12
+    submitted = _counting_submits(dask_client, monkeypatch)
+    assert rows.max_abs() == np.abs(X).max()
     threads = sum(dask_client.nthreads().values())
     assert 1 <= len(submitted) == len(rows._placement()) <= threads
-    assert_array_equal(there, model.family(X).log_prior_predictive())
+    rows.bind(model)
+    submitted.clear()
+    first = rows.prior_predictive()
+    assert submitted.count(ChunkHolder) == len(submitted) <= len(dask_client.nthreads())
+    submitted.clear()
+    assert_array_equal(rows.prior_predictive(), first)
+    assert submitted == []
+    assert_array_equal(first, model.family(X).log_prior_predictive())
+
+
+def test_a_fit_leaves_no_actor_on_the_workers(dask_client):
+    # the actors (and the families they hold) go when the fit ends, not when
+    # Python's cycle collector next runs (held off here, so that it cannot)
+    X = two_blobs(400, 2)
+
+    def actors():
+        held = dask_client.has_what().values()
+        return [key for keys in held for key in keys if "ChunkHolder" in str(key)]
+
+    gc.collect()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            DPGaussianClustering(**SHORT_FIT).fit(da.from_array(X, chunks=(100, -1)))
+        deadline = time.monotonic() + 10
+        while actors() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert actors() == []
+    finally:
+        gc.enable()
+
+
+def test_a_worker_that_leaves_takes_no_draw_with_it():
+    # the actors holding the chunks go with their worker; the chunks are
+    # recomputed elsewhere, new actors made, and the results are the same
+    distributed = pytest.importorskip("distributed")
+    X = two_blobs(768, 2)
+    model = make_model("full", 2, len(X))
+    with (
+        distributed.LocalCluster(
+            n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        rows = DaskRows(da.from_array(X, chunks=(64, -1)), client, 64).bind(model)
+        first = rows.prior_predictive()
+        assert len(rows._chunk_holders()) == 3
+        cluster.scale(2)
+        deadline = time.monotonic() + 60
+        while len(client.nthreads()) > 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert_array_equal(rows.prior_predictive(), first)
+        assert len(rows._chunk_holders()) == 2
 
 
 # -- exactness with many blocks ------------------------------------------------------
