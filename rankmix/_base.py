@@ -473,21 +473,24 @@ class BaseDPMixture(
                 self._prepare(X_given)  # validate the rows as given: errors name them
             X_fit = X
             X = self._prepare(X, space=space)
-            if self.warm_start:
-                # chains that a warm fit continues get rows of their own, never
-                # the caller's array (which _X_fit then shares: one copy of X)
-                X = private_rows(X, X_fit)
-            make_chain, chains, sweeps_done = self._chain_factory(X), None, 0
-        else:
-            X_fit, make_chain = None, None
-            chains, sweeps_done = self._chains, self.n_iter_
         try:
+            if previous is None:
+                if self.warm_start:
+                    # chains that a warm fit continues get rows of their own,
+                    # never the caller's array (which _X_fit then shares)
+                    X = private_rows(X, X_fit)
+                make_chain, chains, sweeps_done = self._chain_factory(X), None, 0
+            else:
+                X_fit, make_chain = None, None
+                chains, sweeps_done = self._chains, self.n_iter_
             return self._fit_chains(
                 make_chain, chains, sweeps_done, previous, X, X_fit, X_given, counts
             )
         finally:
             if isinstance(X, DaskRows):
-                X.close()  # the actors on its workers go now, not at the next gc
+                # the actors on its workers go now, whatever happened, not at
+                # the next run of the cycle collector (_prepare makes none)
+                X.close()
 
     def _fit_chains(
         self, make_chain, chains, sweeps_done, previous, X, X_fit, X_given, counts

@@ -31,19 +31,20 @@ whatever the work. Instead:
 
 * the chain's operations on the bound chunks call one actor per worker
   (``ChunkHolder``, Dask's actors), which holds that worker's families and runs
-  the operation on them, on the worker's threads: no task at all;
+  the operation on them, on as many threads as the worker has: no task at all;
 * the summaries of the chunks before they are bound (validation, the priors'
   data summaries) and the reading of rows run one task per worker thread
   that holds chunks (its "lane", ``worker_lanes``), on those chunks in turn.
 
 An actor goes with its worker: a call that fails because the worker left makes
-new actors, where Dask has recomputed or moved the families, and runs again, so
-the draws do not change. While a fit runs, its actors keep their workers from
-being retired gracefully (``retire_workers``, an adaptive cluster's scaling
-down); they go when the fit ends.
+new actors, where Dask has recomputed or moved the families, and runs again
+(once), so the draws do not change. While a fit runs, its actors keep their
+workers from being retired gracefully (``retire_workers``, an adaptive
+cluster's scaling down); the fit releases them when it ends (``close``).
 """
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
@@ -51,6 +52,13 @@ import numpy as np
 
 from . import _subcluster_chain as chain_module
 from ._validation import check_sparse_structure
+
+# Seconds between checks, while an actor call is awaited, that its worker is
+# still there (a check is one question to the scheduler).
+CALL_CHECK_SECONDS = 1.0
+# Seconds an actor call that lost its connection waits for the scheduler to
+# remove the worker, before its error is taken for the operation's own.
+LOSS_WAIT_SECONDS = 30.0
 
 
 def is_dask_array(X):
@@ -152,6 +160,10 @@ def worker_lanes(homes, threads):
     return lanes
 
 
+class _HolderGone(Exception):
+    """An actor call that will not be answered: its worker left."""
+
+
 def _on_chunks(function, values, arguments):
     """``function(value, *args)`` for each chunk's value and arguments, in turn:
     the task of one lane."""
@@ -164,7 +176,9 @@ class ChunkHolder:
 
     A call reaches it from the client without a task: no key, no scheduling, no
     task state on the scheduler, which a round trip of tasks pays for on every
-    sweep. Its chunks run on the worker's threads.
+    sweep. Dask runs every actor call of a worker on one thread of its own, in
+    turn (two chains sharing the rows queue there); a call's chunks run on a
+    pool of as many threads as the worker has.
 
     Parameters
     ----------
@@ -293,6 +307,7 @@ class DaskRows:
         self._lanes = None
         self._holders = None
         self._holders_lock = threading.Lock()
+        self._closed = False
 
     @property
     def shape(self):
@@ -400,7 +415,7 @@ class DaskRows:
             self.client.submit(model.family, chunk, pure=False)
             for chunk in self._chunks
         ]
-        self._holders = None
+        self._drop_holders(self._holders)
         return self
 
     def _chunk_holders(self):
@@ -408,6 +423,11 @@ class DaskRows:
         the chunks it holds: [(actor future, actor, chunks)], made when first
         needed (a lock, since two chains may share the rows)."""
         with self._holders_lock:
+            if self._closed:
+                raise RuntimeError(
+                    "These rows on Dask workers were closed: the fit that held "
+                    "them ended."
+                )
             if self._holders is None:
                 threads = self.client.nthreads()
                 holders = []
@@ -426,37 +446,82 @@ class DaskRows:
                 self._holders = holders
             return self._holders
 
-    def close(self):
-        """Release the actors now; an operation after this makes new ones.
+    def _drop_holders(self, holders):
+        """Forget ``holders`` (if they are the current ones) and release them.
 
         Each call of a Dask actor leaves closures in reference cycles that hold
         its proxy, and the proxy holds a future of its own (``_future``, Dask's
-        private attribute): without this the actors, and the families they
-        hold, would stay on the workers (and keep them from retiring) until
-        Python's cycle collector ran.
+        private attribute): unless both futures are released, the actors and
+        the families they hold stay on the workers (and keep them from
+        retiring) until Python's cycle collector runs.
         """
         with self._holders_lock:
-            holders, self._holders = self._holders, None
+            if self._holders is holders:
+                self._holders = None
         for future, actor, _ in holders or ():
             future.release()
             proxy_future = getattr(actor, "_future", None)
             if proxy_future is not None:
                 proxy_future.release()
 
+    def close(self):
+        """Release the actors, now; any later operation on the bound chunks
+        raises (a chain still running after its fit ended stops there)."""
+        with self._holders_lock:
+            self._closed = True
+        self._drop_holders(self._holders)
+
     def _holders_lost(self, holders):
         """Whether a worker holding one of ``holders`` left (the actors then go
-        with it; their chunks' families are recomputed or moved by Dask)."""
+        with it; their chunks' families are recomputed or moved by Dask); False
+        when the scheduler cannot say."""
         futures = [future for future, _, _ in holders]
         if any(future.status != "finished" for future in futures):
             return True
-        who_has = self.client.who_has(futures)
+        try:
+            who_has = self.client.who_has(futures)
+        except Exception:
+            return False
         return any(not who_has.get(future.key) for future in futures)
+
+    def _answer(self, call, holders):
+        """The result of an actor call. It is awaited in slices, checking the
+        holders in between: Dask never answers a call whose actor went without
+        dropping the connection (a worker restarted at the same address)."""
+        while True:
+            try:
+                return call.result(timeout=CALL_CHECK_SECONDS)
+            except TimeoutError:
+                if self._holders_lost(holders):
+                    raise _HolderGone() from None
+
+    def _lost(self, error, holders):
+        """Whether the ``error`` of an actor call came from a worker that left.
+
+        A dropped connection (``OSError``) or Dask's "Worker holding Actor was
+        lost" may come before the scheduler has removed the worker: those wait
+        up to ``LOSS_WAIT_SECONDS`` for it to. Any other error is the
+        operation's own, unless the scheduler already knows of a loss.
+        """
+        patient = isinstance(error, OSError) or (
+            isinstance(error, RuntimeError) and "Actor was lost" in str(error)
+        )
+        deadline = time.monotonic() + (LOSS_WAIT_SECONDS if patient else 0.0)
+        while not self._closed:
+            if self._holders_lost(holders):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return False
 
     def _submit(self, function, *args_per_chunk, chunks=None):
         """``function(family, offset, *args)`` on chosen chunks; results in order.
 
         ``args_per_chunk[i]`` is a callable of the chunk's index giving its
-        arguments, or a value shared by every chunk.
+        arguments, or a value shared by every chunk. A worker that left during
+        the call takes its actor: new actors are made where Dask has recomputed
+        or moved the chunks, and the call runs again, once.
         """
         if self._families is None:
             raise RuntimeError("bind a model to the rows first")
@@ -471,7 +536,6 @@ class DaskRows:
 
         for attempt in range(2):
             holders = self._chunk_holders()
-            results = {}
             try:
                 calls = []
                 for _, actor, held in holders:
@@ -479,17 +543,20 @@ class DaskRows:
                     if mine:
                         args = [arguments(c) for c in mine]
                         calls.append((mine, actor.run(function, mine, args)))
+                results = {}
                 for mine, call in calls:
-                    results.update(zip(mine, call.result()))
-            except Exception:
-                # a worker that left took its actor: new ones, once
-                if attempt or not self._holders_lost(holders):
+                    results.update(zip(mine, self._answer(call, holders)))
+                return [results[c] for c in chunks]
+            except _HolderGone:
+                if attempt:
+                    raise RuntimeError(
+                        "Workers holding the rows left twice during one step of "
+                        "the chain; the fit cannot go on."
+                    ) from None
+            except Exception as error:
+                if attempt or not self._lost(error, holders):
                     raise
-                with self._holders_lock:
-                    if self._holders is holders:
-                        self._holders = None
-                continue
-            return [results[c] for c in chunks]
+            self._drop_holders(holders)
 
     def _slice(self, array):
         return lambda c: array[self.offsets[c] : self.offsets[c] + self.sizes[c]]

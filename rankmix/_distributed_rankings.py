@@ -123,8 +123,11 @@ class DaskRankings(DaskRows):
         self._chunks = None  # the unvalidated chunks are no longer needed
 
     def lengths(self):
-        """Each ranking's length, (n_rankings,)."""
-        return np.concatenate(self._submit(_lengths))
+        """Each ranking's length, (n_rankings,). A task per lane, not the actors:
+        ``_prepare`` calls it, before the fit that closes the rows begins."""
+        return np.concatenate(
+            self._on_lanes(_lengths, self._families, lambda c: (int(self.offsets[c]),))
+        )
 
     # -- the chain's operations (``_mallows_rows``) ---------------------------------
 

@@ -20,7 +20,7 @@ def thread_counts(*counts):
     """
     extra = os.environ.get("RANKMIX_TEST_THREADS", "")
     more = [int(n) for n in extra.split(",") if n.strip()]
-    return tuple(counts) + tuple(n for n in more if n not in counts)
+    return tuple(dict.fromkeys([*counts, *more]))
 
 
 def fit_on_threads(model, X, n_threads):

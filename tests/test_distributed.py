@@ -6,6 +6,8 @@ workers (``_distributed.DaskRows``) draws exactly what it draws in process.
 """
 
 import gc
+import os
+import signal
 import time
 import warnings
 
@@ -63,11 +65,12 @@ class _Done:
     """A future whose value is known."""
 
     key = None  # held by no worker (``SerialClient.who_has``)
+    status = "finished"
 
     def __init__(self, value):
         self.value = value
 
-    def result(self):
+    def result(self, timeout=None):
         return self.value
 
     def release(self):
@@ -251,14 +254,16 @@ def test_round_trips_cost_a_task_per_lane_or_none(dask_client, monkeypatch):
     assert_array_equal(first, model.family(X).log_prior_predictive())
 
 
+def _actors(client):
+    """The keys of the ``ChunkHolder`` actors on the workers."""
+    held = client.has_what().values()
+    return [key for keys in held for key in keys if "ChunkHolder" in str(key)]
+
+
 def test_a_fit_leaves_no_actor_on_the_workers(dask_client):
     # the actors (and the families they hold) go when the fit ends, not when
     # Python's cycle collector next runs (held off here, so that it cannot)
     X = two_blobs(400, 2)
-
-    def actors():
-        held = dask_client.has_what().values()
-        return [key for keys in held for key in keys if "ChunkHolder" in str(key)]
 
     gc.collect()
     gc.disable()
@@ -267,34 +272,92 @@ def test_a_fit_leaves_no_actor_on_the_workers(dask_client):
             warnings.simplefilter("ignore", ConvergenceWarning)
             DPGaussianClustering(**SHORT_FIT).fit(da.from_array(X, chunks=(100, -1)))
         deadline = time.monotonic() + 10
-        while actors() and time.monotonic() < deadline:
+        while _actors(dask_client) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert actors() == []
+        assert _actors(dask_client) == []
     finally:
         gc.enable()
 
 
-def test_a_worker_that_leaves_takes_no_draw_with_it():
-    # the actors holding the chunks go with their worker; the chunks are
-    # recomputed elsewhere, new actors made, and the results are the same
+def _chunk_summary(family, offset, scale):
+    return offset * scale + family.n_points
+
+
+def test_a_chunk_holder_answers_in_the_order_asked_on_its_threads():
+    # in process: the holder's pool of 3 threads runs 5 chunks, the results in
+    # the order of the chunks asked for, with each chunk's own arguments
+    families = [
+        make_model("full", 2, 12).family(two_blobs(n, 2)) for n in (4, 6, 8, 10, 12)
+    ]
+    holder = ChunkHolder([10, 11, 12, 13, 14], families, n_threads=3)
+    asked = [14, 10, 12, 11]
+    answers = holder.run(_chunk_summary, asked, [(c, 100) for c in asked])
+    assert answers == [c * 100 + families[c - 10].n_points for c in asked]
+    alone = ChunkHolder([0], families[:1], n_threads=1)
+    assert alone.run(_chunk_summary, [0], [(5, 2)]) == [14]
+
+
+def test_an_error_of_an_operation_on_the_workers_is_raised_as_it_is(dask_client):
+    # an error raised on a worker by the operation itself (here blocks of 7
+    # rows, at which no chunk but the first starts) reaches the caller as it
+    # was raised, and is not taken for a lost worker: the same actors stay
+    X = two_blobs(256, 2)
+    rows = DaskRows(da.from_array(X, chunks=(64, -1)), dask_client, 64)
+    rows.bind(make_model("full", 2, len(X)))
+    labels = np.zeros(len(X), dtype=np.intp)
+    rows.group_partials(labels, np.arange(1), 1, 64)
+    holders = rows._chunk_holders()
+    with pytest.raises(ValueError, match=r"multiple of the row block 7, not at \d+"):
+        rows.group_partials(labels, np.arange(1), 1, 7)
+    assert rows._chunk_holders() is holders
+    rows.close()
+    with pytest.raises(RuntimeError, match="were closed"):
+        rows.prior_predictive()
+
+
+@pytest.mark.parametrize("how", ["retired", "killed"])
+def test_a_worker_that_leaves_takes_no_draw_with_it(how):
+    # the actors holding the chunks go with their worker, whether it leaves
+    # in order (the cluster scaled down) or is killed; the chunks are
+    # recomputed elsewhere, new actors made, the old ones released, and the
+    # results are the same. The cycle collector is held off, so that only the
+    # release can take the actors away.
     distributed = pytest.importorskip("distributed")
     X = two_blobs(768, 2)
     model = make_model("full", 2, len(X))
-    with (
-        distributed.LocalCluster(
-            n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        rows = DaskRows(da.from_array(X, chunks=(64, -1)), client, 64).bind(model)
-        first = rows.prior_predictive()
-        assert len(rows._chunk_holders()) == 3
-        cluster.scale(2)
-        deadline = time.monotonic() + 60
-        while len(client.nthreads()) > 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert_array_equal(rows.prior_predictive(), first)
-        assert len(rows._chunk_holders()) == 2
+    gc.collect()
+    gc.disable()
+    try:
+        with (
+            distributed.LocalCluster(
+                n_workers=3,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            rows = DaskRows(da.from_array(X, chunks=(64, -1)), client, 64).bind(model)
+            first = rows.prior_predictive()
+            assert len(rows._chunk_holders()) == 3
+            if how == "retired":
+                cluster.scale(2)
+                deadline = time.monotonic() + 60
+                while len(client.nthreads()) > 2 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            else:
+                worker, pid = next(iter(client.run(os.getpid).items()))
+                os.kill(pid, signal.SIGKILL)
+            assert_array_equal(rows.prior_predictive(), first)
+            holders = rows._chunk_holders()
+            assert len(holders) == 2 if how == "retired" else len(holders) >= 2
+            rows.close()
+            deadline = time.monotonic() + 10
+            while _actors(client) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _actors(client) == []
+    finally:
+        gc.enable()
 
 
 # -- exactness with many blocks ------------------------------------------------------
@@ -516,9 +579,7 @@ def test_dask_multinomial_fit_draws_what_an_in_process_fit_draws(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         here = DPMultinomialClustering(**params).fit(X)
-        there = DPMultinomialClustering(**params).fit(
-            da.from_array(X, chunks=(150, 5))
-        )
+        there = DPMultinomialClustering(**params).fit(da.from_array(X, chunks=(150, 5)))
     assert_array_equal(here.label_samples_, there.label_samples_)
     assert_array_equal(here.trace_["log_joint"], there.trace_["log_joint"])
     assert_array_equal(here.predict(X), there.predict(X))

@@ -6,6 +6,8 @@ a set of rankings merge exactly: the same chain with its rankings held elsewhere
 (``_distributed_rankings.DaskRankings``) draws exactly what it draws in process.
 """
 
+import gc
+import time
 import warnings
 
 import numpy as np
@@ -21,7 +23,7 @@ from rankmix._mallows_chain import MallowsChain
 from rankmix._validation import check_rankings
 from rankmix.datasets import make_mallows_mixture
 
-from .test_distributed import SerialClient, assert_same_sweeps
+from .test_distributed import SerialClient, _actors, assert_same_sweeps
 
 da = pytest.importorskip("dask.array")
 
@@ -179,6 +181,31 @@ def test_dask_mallows_fit_draws_what_an_in_process_fit_draws(dask_client):
         here.to_inference_data().log_likelihood["x"].values,
         there.to_inference_data().log_likelihood["x"].values,
     )
+
+
+def test_dask_mallows_fits_leave_no_actor_on_the_workers(dask_client):
+    # whether the fit ends, or is refused after the rankings went to the
+    # workers (here by its alpha prior), no actor stays there; the cycle
+    # collector is held off, so that only the fit's release can take them away
+    X, _, _ = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=60, n_items=7, t=4, theta=1.0, random_state=3
+    )
+    X = da.from_array(X, chunks=(40, 4))
+    params = dict(sampler="subcluster", n_iter=4, burn_in=1, random_state=0)
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match="alpha_prior"):
+            DPMallowsClustering(alpha_prior=(1.0, 1e-300), **params).fit(X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            DPMallowsClustering(**params).fit(X)
+        deadline = time.monotonic() + 10
+        while _actors(dask_client) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _actors(dask_client) == []
+    finally:
+        gc.enable()
 
 
 def test_dask_mallows_fit_refuses_what_it_cannot_do(monkeypatch):
