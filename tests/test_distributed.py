@@ -5,6 +5,7 @@ do not depend on where the rows are: the same chain with its rows held by Dask
 workers (``_distributed.DaskRows``) draws exactly what it draws in process.
 """
 
+import contextlib
 import gc
 import os
 import signal
@@ -254,29 +255,40 @@ def test_round_trips_cost_a_task_per_lane_or_none(dask_client, monkeypatch):
     assert_array_equal(first, model.family(X).log_prior_predictive())
 
 
-def _actors(client):
-    """The keys of the ``ChunkHolder`` actors on the workers."""
-    held = client.has_what().values()
-    return [key for keys in held for key in keys if "ChunkHolder" in str(key)]
+@contextlib.contextmanager
+def cycle_collector_off():
+    """Python's cycle collector held off, so that only an explicit release
+    frees what reference cycles hold (a Dask actor's proxy)."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def assert_no_actor_left(client):
+    """Assert that no ``ChunkHolder`` actor stays on the workers, once the
+    releases have reached the scheduler (10 s at most)."""
+
+    def actors():
+        held = client.has_what().values()
+        return [key for keys in held for key in keys if "ChunkHolder" in str(key)]
+
+    deadline = time.monotonic() + 10
+    while actors() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert actors() == []
 
 
 def test_a_fit_leaves_no_actor_on_the_workers(dask_client):
     # the actors (and the families they hold) go when the fit ends, not when
-    # Python's cycle collector next runs (held off here, so that it cannot)
+    # the cycle collector next runs
     X = two_blobs(400, 2)
-
-    gc.collect()
-    gc.disable()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            DPGaussianClustering(**SHORT_FIT).fit(da.from_array(X, chunks=(100, -1)))
-        deadline = time.monotonic() + 10
-        while _actors(dask_client) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _actors(dask_client) == []
-    finally:
-        gc.enable()
+    with cycle_collector_off(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        DPGaussianClustering(**SHORT_FIT).fit(da.from_array(X, chunks=(100, -1)))
+        assert_no_actor_left(dask_client)
 
 
 def _chunk_summary(family, offset, scale):
@@ -320,14 +332,11 @@ def test_a_worker_that_leaves_takes_no_draw_with_it(how):
     # the actors holding the chunks go with their worker, whether it leaves
     # in order (the cluster scaled down) or is killed; the chunks are
     # recomputed elsewhere, new actors made, the old ones released, and the
-    # results are the same. The cycle collector is held off, so that only the
-    # release can take the actors away.
+    # results are the same.
     distributed = pytest.importorskip("distributed")
     X = two_blobs(768, 2)
     model = make_model("full", 2, len(X))
-    gc.collect()
-    gc.disable()
-    try:
+    with cycle_collector_off():
         with (
             distributed.LocalCluster(
                 n_workers=3,
@@ -346,18 +355,13 @@ def test_a_worker_that_leaves_takes_no_draw_with_it(how):
                 while len(client.nthreads()) > 2 and time.monotonic() < deadline:
                     time.sleep(0.05)
             else:
-                worker, pid = next(iter(client.run(os.getpid).items()))
+                _, pid = next(iter(client.run(os.getpid).items()))
                 os.kill(pid, signal.SIGKILL)
             assert_array_equal(rows.prior_predictive(), first)
             holders = rows._chunk_holders()
             assert len(holders) == 2 if how == "retired" else len(holders) >= 2
             rows.close()
-            deadline = time.monotonic() + 10
-            while _actors(client) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert _actors(client) == []
-    finally:
-        gc.enable()
+            assert_no_actor_left(client)
 
 
 # -- exactness with many blocks ------------------------------------------------------

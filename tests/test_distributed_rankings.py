@@ -6,8 +6,6 @@ a set of rankings merge exactly: the same chain with its rankings held elsewhere
 (``_distributed_rankings.DaskRankings``) draws exactly what it draws in process.
 """
 
-import gc
-import time
 import warnings
 
 import numpy as np
@@ -23,7 +21,12 @@ from rankmix._mallows_chain import MallowsChain
 from rankmix._validation import check_rankings
 from rankmix.datasets import make_mallows_mixture
 
-from .test_distributed import SerialClient, _actors, assert_same_sweeps
+from .test_distributed import (
+    SerialClient,
+    assert_no_actor_left,
+    assert_same_sweeps,
+    cycle_collector_off,
+)
 
 da = pytest.importorskip("dask.array")
 
@@ -192,20 +195,13 @@ def test_dask_mallows_fits_leave_no_actor_on_the_workers(dask_client):
     )
     X = da.from_array(X, chunks=(40, 4))
     params = dict(sampler="subcluster", n_iter=4, burn_in=1, random_state=0)
-    gc.collect()
-    gc.disable()
-    try:
+    with cycle_collector_off():
         with pytest.raises(ValueError, match="alpha_prior"):
             DPMallowsClustering(alpha_prior=(1.0, 1e-300), **params).fit(X)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             DPMallowsClustering(**params).fit(X)
-        deadline = time.monotonic() + 10
-        while _actors(dask_client) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _actors(dask_client) == []
-    finally:
-        gc.enable()
+        assert_no_actor_left(dask_client)
 
 
 def test_dask_mallows_fit_refuses_what_it_cannot_do(monkeypatch):
