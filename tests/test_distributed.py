@@ -253,6 +253,7 @@ def test_round_trips_cost_a_task_per_lane_or_none(dask_client, monkeypatch):
     assert_array_equal(rows.prior_predictive(), first)
     assert submitted == []
     assert_array_equal(first, model.family(X).log_prior_predictive())
+    rows.close()
 
 
 @contextlib.contextmanager
