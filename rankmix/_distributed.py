@@ -198,12 +198,15 @@ class ChunkHolder:
     def run(self, function, chunks, arguments):
         """``function(family, *args)`` for each chunk of ``chunks`` and its
         arguments; the results in that order."""
-        calls = [(self.families[c], args) for c, args in zip(chunks, arguments)]
-        if self.n_threads == 1 or len(calls) < 2:
-            return [function(family, *args) for family, args in calls]
+        families = [self.families[c] for c in chunks]
+        if self.n_threads == 1 or len(families) < 2:
+            return _on_chunks(function, families, arguments)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_threads)
-        return list(self._pool.map(lambda call: function(call[0], *call[1]), calls))
+        calls = self._pool.map(
+            lambda family, args: function(family, *args), families, arguments
+        )
+        return list(calls)
 
 
 def _chunk_max_abs(block):
