@@ -14,7 +14,13 @@ from . import _ebms_kernels, _kernels
 from ._base import INTP_MAX, logsumexp_overwrite, row_batches, rows_per_batch
 from ._mallows import _check_chain_memory
 from ._sklearn_compat import Interval, _fit_context
-from ._validation import check_query_rankings, check_training_rankings
+from ._validation import (
+    check_query_rankings,
+    check_rank_names,
+    check_training_rankings,
+    rank_names,
+    record_rank_names,
+)
 from ._warnings import warn
 
 # Largest dispersion: every pair that a ranking reverses costs a factor e^-20, a
@@ -71,6 +77,12 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         Number of items.
     n_features_in_ : int
         Width t_max of the training array (its longest ranking).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the training data's first `n_features_in_` columns, its ranks.
+        Defined only when X has column names that are all strings (a pandas
+        data frame). Rankings given later as a frame must name their columns
+        alike and in this order, as scikit-learn checks features; they may hold
+        fewer of them (shorter rankings).
 
     See Also
     --------
@@ -201,6 +213,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        names = rank_names(X)
         X, n_items = check_training_rankings(X, self.n_items)
         _check_chain_memory(
             n_items, self.n_items is None, type(self).__name__, "each blurring step"
@@ -228,6 +241,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.n_items_ = n_items
         self.n_features_in_ = X.shape[1]
+        record_rank_names(self, names)
         return self
 
     def _reduced_log_joint(self, X, reduce, dtype):
@@ -235,6 +249,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         theta_k) of each batch of rows whose table fits scikit-learn's
         ``working_memory``; ``reduce`` may overwrite the table."""
         check_is_fitted(self)
+        check_rank_names(self, X)
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         thetas = np.repeat(self.thetas_[:, None], X.shape[1], axis=1)
         log_weights = np.log(self.weights_)  # every cluster holds a ranking

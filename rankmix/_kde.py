@@ -12,7 +12,14 @@ from sklearn.utils.validation import check_is_fitted
 from . import _kde_kernels, _kernels
 from ._base import INTP_MAX
 from ._sklearn_compat import Interval, _fit_context, check_parameters
-from ._validation import check_query_rankings, check_training_rankings, sized_by
+from ._validation import (
+    check_query_rankings,
+    check_rank_names,
+    check_training_rankings,
+    rank_names,
+    record_rank_names,
+    sized_by,
+)
 from .mallows import _check_count, _sample_codes
 
 # The largest bandwidth (``_parameter_constraints``).
@@ -54,6 +61,12 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         Number of items.
     n_features_in_ : int
         Width t_max of the training array (its longest ranking).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the training data's first `n_features_in_` columns, its ranks.
+        Defined only when X has column names that are all strings (a pandas
+        data frame). Rankings given later as a frame must name their columns
+        alike and in this order, as scikit-learn checks features; they may hold
+        fewer of them (shorter rankings).
 
     See Also
     --------
@@ -167,8 +180,10 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        names = rank_names(X)
         self.rankings_, self.n_items_ = check_training_rankings(X, self.n_items)
         self.n_features_in_ = self.rankings_.shape[1]
+        record_rank_names(self, names)
         return self
 
     def score_samples(self, X):
@@ -188,6 +203,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         """
         check_is_fitted(self)
         check_parameters(self)  # the bandwidth is read here, not at fit
+        check_rank_names(self, X)
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         with sized_by("n_items", self.n_items_):  # work vectors of n_items
             return _kde_kernels.log_density(

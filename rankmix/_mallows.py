@@ -30,9 +30,12 @@ from ._validation import (
     MAX_PRIOR_STRENGTH,
     check_flag,
     check_query_rankings,
+    check_rank_names,
     check_training_rankings,
+    rank_names,
     ranking_lengths,
     real_parameter,
+    record_rank_names,
     sized_by,
     warn_item_zero_unranked,
 )
@@ -269,7 +272,13 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     r_ : ndarray of shape (t_max,)
         The prior parameters r_j used.
     n_features_in_ : int
-        Width t_max of the training array.
+        Width t_max of the training array (its longest ranking).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the training data's first `n_features_in_` columns, its ranks.
+        Defined only when X has column names that are all strings (a pandas
+        data frame). Rankings given later as a frame must name their columns
+        alike and in this order, as scikit-learn checks features; they may hold
+        fewer of them (shorter rankings).
 
     See Also
     --------
@@ -664,6 +673,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "between the existing ones); set n_split_merge >= 1, or pass "
                 "sampler='beta-gibbs' or 'slice-gibbs' to run without split-merge."
             )
+        names = rank_names(X)
         if is_dask_array(X):  # the rankings stay on the workers, validated there
             X = DaskRankings(X, active_client(), self.n_items)
             self.n_items_ = X.n_items
@@ -673,6 +683,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
+        record_rank_names(self, names)
         t_max = X.shape[1]
         r = real_parameter(self.r, "r")
         if r.ndim > 1 or (r.ndim == 1 and len(r) < t_max):
@@ -774,6 +785,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         return self.init != "random", min(self.init_clusters, n_samples)
 
     def _check_new_data(self, X):
+        check_rank_names(self, X)
         X = check_query_rankings(X, self.n_items_, inferred=self.n_items is None)
         if X.shape[1] > self.n_features_in_:
             raise ValueError(

@@ -130,6 +130,9 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
         The Dirichlet parameter a used.
     n_features_in_ : int
         Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit. Defined only when `X` has feature
+        names that are all strings.
 
     See Also
     --------

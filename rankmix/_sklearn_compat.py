@@ -4,7 +4,8 @@
 
 rankmix declares its parameters the way scikit-learn does (``_parameter_constraints``
 checked by ``_fit_context``, ``validate_params`` on public functions) and reuses
-``_check_feature_names_in`` for ``get_feature_names_out``. Those helpers live in
+``_check_feature_names_in`` for ``get_feature_names_out`` and ``_get_feature_names``
+for a data frame's column names of rankings. Those helpers live in
 scikit-learn's private modules, which may change in any release. Every rankmix
 module imports them from here, so a change in scikit-learn costs one edit in one
 file, and ``pyproject.toml`` bounds scikit-learn above by the newest release that
@@ -29,7 +30,11 @@ try:
         validate_params,
     )
     from sklearn.utils._param_validation import Interval as _Interval
-    from sklearn.utils.validation import _check_feature_names_in, _num_samples
+    from sklearn.utils.validation import (
+        _check_feature_names_in,
+        _get_feature_names,
+        _num_samples,
+    )
 except ImportError as error:  # pragma: no cover - only with an untested release
     import sklearn
 
@@ -71,6 +76,7 @@ __all__ = [
     "StrOptions",
     "_check_feature_names_in",
     "_fit_context",
+    "_get_feature_names",
     "_num_samples",
     "_safe_indexing",
     "validate_params",

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils.validation import validate_data
 
+from ._sklearn_compat import _get_feature_names
 from ._warnings import warn
 
 __all__ = [
@@ -455,6 +456,79 @@ def check_query_rankings(X, n_items_, *, inferred):
     """
     X = check_known_items(check_rankings(X), n_items_, inferred=inferred)
     return X[:, : ranking_lengths(X).max()].copy()
+
+
+def rank_names(X):
+    """The string column names of rankings ``X`` (a pandas data frame's), or None.
+
+    scikit-learn's rule: None unless every name is a string, and a TypeError for
+    names of mixed types. Read in ``fit`` before the work, and kept by
+    :func:`record_rank_names` once ``n_features_in_`` is known.
+    """
+    return _get_feature_names(X)
+
+
+def record_rank_names(estimator, names):
+    """Set ``feature_names_in_`` to the first ``n_features_in_`` of ``names``
+    (the columns past those only pad), or delete it when ``names`` is None, as
+    scikit-learn's ``validate_data(reset=True)`` does."""
+    if names is not None:
+        estimator.feature_names_in_ = names[: estimator.n_features_in_]
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+
+
+def check_rank_names(estimator, X):
+    """Check the column names of rankings ``X`` against the fit's, the way
+    scikit-learn's ``validate_data(reset=False)`` does for features, except that
+    a query may hold fewer ranks.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        A fitted ranking estimator (``feature_names_in_`` if its training
+        rankings had names).
+    X : array-like, data frame or list of sequences
+        The rankings as the user passed them, before :func:`check_rankings`.
+
+    Raises
+    ------
+    ValueError
+        When a column of ``X`` and the fit's column of the same rank have
+        different names. A column holds the items at one rank, so a frame whose
+        columns come in another order would read as other rankings. The
+        columns they share are compared: a query of top-2 rankings may hold
+        the first two columns only, and a wider one may end in padding columns
+        of any name (``n_features_in_`` bounds the ranks that hold items).
+
+    Warns
+    -----
+    UserWarning
+        As scikit-learn, when only one of the fit and ``X`` had names.
+    """
+    names = rank_names(X)
+    fitted = getattr(estimator, "feature_names_in_", None)
+    kind = type(estimator).__name__
+    if fitted is None and names is not None:
+        warn(f"X has feature names, but {kind} was fitted without feature names")
+    elif fitted is not None and names is None:
+        warn(
+            f"X does not have valid feature names, but {kind} was fitted with "
+            "feature names"
+        )
+    elif fitted is not None:
+        shared = min(len(names), len(fitted))
+        differ = np.flatnonzero(names[:shared] != fitted[:shared])
+        if len(differ):
+            j = int(differ[0])
+            raise ValueError(
+                "The feature names should match those that were passed during "
+                f"fit. Column {j} of X is named {names[j]!r}, but the fit's column "
+                f"{j} (rank {j + 1}) was {fitted[j]!r}: the columns of rankings "
+                "are ranks, best first, and must come in the fit's order (a "
+                "query may hold fewer of them). feature_names_in_: "
+                f"{reprlib.repr(fitted.tolist())}."
+            )
 
 
 def _check_n_items(n_items):

@@ -11,6 +11,7 @@ the reason, and the properties they test are tested below on ranking data.
 """
 
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -369,3 +370,96 @@ def test_an_item_unseen_in_training_asks_for_n_items():
         model.score([[3, 0, 1]])
     model = DPMallowsClustering(n_items=4, **SHORT).fit([[0, 1, 2], [1, 0]])
     assert np.isfinite(model.score([[3, 0, 1]]))
+
+
+# -- a data frame's column names: ranks, checked as scikit-learn checks features --
+
+RANKING_ESTIMATORS = [
+    DPMallowsClustering(**SHORT),
+    MallowsKernelDensity(),
+    MallowsBlurringMeanShift(),
+]
+
+
+def _class_name(estimator):
+    return type(estimator).__name__
+
+
+def _ranking_frame(X, names):
+    pd = pytest.importorskip("pandas")
+    return pd.DataFrame(X, columns=names)
+
+
+@pytest.mark.parametrize("estimator", RANKING_ESTIMATORS, ids=_class_name)
+def test_ranking_estimators_record_and_check_column_names(rankings, estimator):
+    X, _ = rankings
+    names = [f"rank{j}" for j in range(1, X.shape[1] + 1)]
+    # a last column that only pads: the model has no such rank, so no name for it
+    padded = np.hstack([X, np.full((len(X), 1), -1)])
+    frame = _ranking_frame(padded, [*names, "rank_pad"])
+    model = clone(estimator).fit(frame)
+    assert model.n_features_in_ == X.shape[1]
+    assert_array_equal(model.feature_names_in_, names)
+    assert model.feature_names_in_.dtype == object
+    reference = clone(estimator).fit(X)
+    expected, expected_top2 = (reference.score_samples(Z) for Z in (X, X[:, :2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matching names: no warning
+        assert_allclose(model.score_samples(frame), expected)
+        # a query may hold fewer ranks (its first columns) or more padding
+        top2 = _ranking_frame(X[:, :2], names[:2])
+        assert_allclose(model.score_samples(top2), expected_top2)
+        wider = _ranking_frame(np.hstack([padded, padded[:, -1:]]), [*names, "a", "b"])
+        assert_allclose(model.score_samples(wider), expected)
+    # columns in another order would read as other rankings
+    swapped = _ranking_frame(X[:, [1, 0, 2, 3]], [names[1], names[0], *names[2:]])
+    with pytest.raises(ValueError, match="Column 0 of X is named 'rank2', but the fit"):
+        model.score_samples(swapped)
+    renamed = _ranking_frame(X, [*names[:2], "third", names[3]])
+    with pytest.raises(ValueError, match=r"Column 2 of X .*'third'.*\(rank 3\)"):
+        model.score_samples(renamed)
+    # only one side named: scikit-learn's warnings
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        model.score_samples(X)
+    refit = clone(estimator).fit(X)
+    assert not hasattr(refit, "feature_names_in_")
+    with pytest.warns(UserWarning, match="X has feature names, but"):
+        refit.score_samples(frame)
+    # a refit without names forgets the old ones
+    assert not hasattr(model.fit(X), "feature_names_in_")
+
+
+@pytest.mark.parametrize("estimator", RANKING_ESTIMATORS, ids=_class_name)
+def test_ranking_column_names_of_mixed_types_are_refused_before_the_fit(
+    rankings, estimator
+):
+    X, _ = rankings
+    frame = _ranking_frame(X, ["a", "b", 2, 3])
+    model = clone(estimator)
+    with pytest.raises(TypeError, match="Feature names are only supported if all"):
+        model.fit(frame)
+    assert not hasattr(model, "n_features_in_")
+
+
+def test_pipeline_of_scores_to_rankings_names_the_ranks():
+    # set_output(transform="pandas"): the rankings reach the model as a frame whose
+    # columns ScoresToRankings names rank1, rank2, ...
+    pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+
+    from rankmix.preprocessing import ScoresToRankings
+
+    rng = np.random.RandomState(0)
+    taste = np.vstack([np.arange(8.0), np.arange(8.0)[::-1]])
+    ratings = taste[np.repeat([0, 1], 20)] + rng.normal(size=(40, 8))
+    pipe = make_pipeline(ScoresToRankings(t=3), DPMallowsClustering(**SHORT))
+    pipe.set_output(transform="pandas")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        pipe.fit(ratings)
+        labels = pipe.predict(ratings)
+    assert_array_equal(pipe[-1].feature_names_in_, ["rank1", "rank2", "rank3"])
+    rankings = pipe[0].transform(ratings)
+    assert_array_equal(labels, pipe[-1].predict(rankings))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        assert_array_equal(labels, pipe[-1].predict(rankings.to_numpy()))
