@@ -23,6 +23,7 @@ from rankmix import (
     DPGaussianClustering,
     DPMultinomialClustering,
     _collapsed,
+    _distributed,
 )
 from rankmix import _subcluster_chain as chain_module
 from rankmix._distributed import (
@@ -326,6 +327,121 @@ def test_an_error_of_an_operation_on_the_workers_is_raised_as_it_is(dask_client)
     rows.close()
     with pytest.raises(RuntimeError, match="were closed"):
         rows.prior_predictive()
+
+
+class _Unanswered:
+    """An actor call that times out ``silent`` times, then answers ``value``
+    (never, for ``silent=None``): an actor that went without the connection
+    dropping is never answered."""
+
+    def __init__(self, value, silent=None):
+        self.value, self.silent, self.waits = value, silent, 0
+
+    def result(self, timeout=None):
+        if self.silent is None or self.waits < self.silent:
+            self.waits += 1
+            raise TimeoutError
+        return self.value
+
+
+class _Raising:
+    """An actor call that failed with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def result(self, timeout=None):
+        raise self.error
+
+
+def _fail_first_calls(rows, monkeypatch, make_call, n_calls=1):
+    """The first ``n_calls`` calls of ``run`` on the rows' current holders (each
+    set of holders in turn, as the chain makes new ones) give ``make_call()``;
+    the scheduler says those holders' workers left. Returns the holders made."""
+    made, lost = [], set()
+    chunk_holders = DaskRows._chunk_holders
+
+    def holders_made(self):
+        holders = chunk_holders(self)
+        if not made or made[-1] is not holders:
+            made.append(holders)
+            if len(made) <= n_calls:
+                lost.add(id(holders))
+                for _, actor, _ in holders:
+                    actor.run = lambda *args: make_call()
+        return holders
+
+    monkeypatch.setattr(DaskRows, "_chunk_holders", holders_made)
+    monkeypatch.setattr(DaskRows, "_holders_lost", lambda self, h: id(h) in lost)
+    return made
+
+
+def _serial_rows(n=256, chunks=64):
+    X = two_blobs(n, 2)
+    model = make_model("full", 2, n)
+    rows = DaskRows(da.from_array(X, chunks=(chunks, -1)), SerialClient(), chunks)
+    return rows.bind(model), model.family(X).log_prior_predictive()
+
+
+def test_an_actor_call_is_awaited_in_slices_until_it_answers(monkeypatch):
+    monkeypatch.setattr(_distributed, "CALL_CHECK_SECONDS", 0.01)
+    rows, _ = _serial_rows()
+    monkeypatch.setattr(DaskRows, "_holders_lost", lambda self, holders: False)
+    call = _Unanswered("answer", silent=3)
+    assert rows._answer(call, []) == "answer"
+    assert call.waits == 3
+
+
+def test_a_call_to_an_actor_that_went_silently_runs_again_on_new_ones(monkeypatch):
+    # the worker restarted at its own address: Dask never answers the call, the
+    # scheduler sees the old worker go; new actors are made and the call runs
+    # again, once
+    monkeypatch.setattr(_distributed, "CALL_CHECK_SECONDS", 0.01)
+    rows, expected = _serial_rows()
+    made = _fail_first_calls(rows, monkeypatch, lambda: _Unanswered(None))
+    assert_array_equal(rows.prior_predictive(), expected)
+    assert len(made) == 2 and made[0] is not made[1]
+    assert rows._holders is made[1]  # the first ones forgotten
+    # gone on both attempts: the step cannot go on
+    rows, _ = _serial_rows()
+    _fail_first_calls(rows, monkeypatch, lambda: _Unanswered(None), n_calls=2)
+    with pytest.raises(RuntimeError, match="left twice during one step"):
+        rows.prior_predictive()
+
+
+def test_a_dropped_connection_waits_for_the_scheduler_to_see_the_loss(monkeypatch):
+    # the connection to a killed worker may drop before the scheduler removes
+    # the worker: an OSError (or Dask's "Actor was lost") waits for it, up to
+    # LOSS_WAIT_SECONDS; the call then runs again on new actors
+    rows, expected = _serial_rows()
+    checks = []
+
+    def seen_after_three_checks(self, holders):
+        checks.append(holders)
+        return len(checks) > 3
+
+    monkeypatch.setattr(DaskRows, "_holders_lost", seen_after_three_checks)
+    for error in (OSError("connection closed"), RuntimeError("Actor was lost")):
+        checks.clear()
+        assert rows._lost(error, [])
+        assert len(checks) == 4
+    # the operation's own error is not waited on
+    checks.clear()
+    assert not rows._lost(ValueError("the operation's own"), [])
+    assert len(checks) == 1
+    # a loss the scheduler never reports: the error is the operation's, after
+    # the wait
+    monkeypatch.setattr(_distributed, "LOSS_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(DaskRows, "_holders_lost", lambda self, holders: False)
+    start = time.monotonic()
+    assert not rows._lost(OSError("connection closed"), [])
+    assert time.monotonic() - start >= 0.3
+    # through a round trip: the call runs again, on new actors
+    monkeypatch.undo()
+    rows, expected = _serial_rows()
+    made = _fail_first_calls(rows, monkeypatch, lambda: _Raising(OSError("closed")))
+    assert_array_equal(rows.prior_predictive(), expected)
+    assert len(made) == 2
 
 
 @pytest.mark.parametrize("how", ["retired", "killed"])
