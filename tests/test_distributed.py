@@ -338,6 +338,8 @@ class _Unanswered:
         self.value, self.silent, self.waits = value, silent, 0
 
     def result(self, timeout=None):
+        # a wait without a timeout, or without end, would never return
+        assert timeout is not None and self.waits < 100, "awaited for ever"
         if self.silent is None or self.waits < self.silent:
             self.waits += 1
             raise TimeoutError
