@@ -24,7 +24,14 @@ from ._engine import (
 )
 from ._posterior import PosteriorSummaryMixin, contingency_table
 from ._sklearn_compat import Interval, StrOptions, _fit_context
-from ._validation import INTP_MAX, check_flag, real_parameter, sized_by
+from ._validation import (
+    INTP_MAX,
+    check_flag,
+    column_names,
+    real_parameter,
+    record_column_names,
+    sized_by,
+)
 from ._warnings import warn
 from ._weights import check_count_weights, first_copies, repeat_rows, take_rows
 from .metrics import coclustering_matrix
@@ -685,6 +692,9 @@ class BaseDPMixture(
                 f"ran with other values of {', '.join(changed)}. Restore them, or "
                 "set warm_start=False to start new chains."
             )
+        # a fit records X's column names, as scikit-learn's fit does, even when
+        # it continues the chains: only the rows must be the previous fit's
+        record_column_names(self, column_names(X_given))
         if counts is not None:
             self._check_new_data(X_given)  # errors name the rows as given
         if not _same_rows(self._check_new_data(X), self._X_fit):

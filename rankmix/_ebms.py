@@ -18,8 +18,8 @@ from ._validation import (
     check_query_rankings,
     check_rank_names,
     check_training_rankings,
-    rank_names,
-    record_rank_names,
+    column_names,
+    record_column_names,
 )
 from ._warnings import warn
 
@@ -213,7 +213,7 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        names = rank_names(X)
+        names = column_names(X)
         X, n_items = check_training_rankings(X, self.n_items)
         _check_chain_memory(
             n_items, self.n_items is None, type(self).__name__, "each blurring step"
@@ -228,20 +228,18 @@ class MallowsBlurringMeanShift(ClusterMixin, BaseEstimator):
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
-        self.labels_ = rank[owner].astype(np.intp)
-        self.central_rankings_ = _complete_centres(
-            X, self.labels_, points[order], n_items
-        )
+        labels = rank[owner].astype(np.intp)
+        centres = _complete_centres(X, labels, points[order], n_items)
+        thetas = _cluster_dispersions(X, labels, centres, theta)
+        # set only now: a fit that raised before left the estimator as it was
+        self.labels_, self.central_rankings_, self.thetas_ = labels, centres, thetas
         self.n_clusters_ = len(order)
-        self.weights_ = np.bincount(self.labels_) / len(X)
-        self.thetas_ = _cluster_dispersions(
-            X, self.labels_, self.central_rankings_, theta
-        )
+        self.weights_ = np.bincount(labels) / len(X)
         self.bandwidth_ = theta
         self.n_iter_ = n_iter
         self.n_items_ = n_items
         self.n_features_in_ = X.shape[1]
-        record_rank_names(self, names)
+        record_column_names(self, names)
         return self
 
     def _reduced_log_joint(self, X, reduce, dtype):

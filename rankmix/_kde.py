@@ -16,8 +16,8 @@ from ._validation import (
     check_query_rankings,
     check_rank_names,
     check_training_rankings,
-    rank_names,
-    record_rank_names,
+    column_names,
+    record_column_names,
     sized_by,
 )
 from .mallows import _check_count, _sample_codes
@@ -180,10 +180,10 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        names = rank_names(X)
+        names = column_names(X)
         self.rankings_, self.n_items_ = check_training_rankings(X, self.n_items)
         self.n_features_in_ = self.rankings_.shape[1]
-        record_rank_names(self, names)
+        record_column_names(self, names)
         return self
 
     def score_samples(self, X):

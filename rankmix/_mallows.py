@@ -32,10 +32,10 @@ from ._validation import (
     check_query_rankings,
     check_rank_names,
     check_training_rankings,
-    rank_names,
+    column_names,
     ranking_lengths,
     real_parameter,
-    record_rank_names,
+    record_column_names,
     sized_by,
     warn_item_zero_unranked,
 )
@@ -673,7 +673,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
                 "between the existing ones); set n_split_merge >= 1, or pass "
                 "sampler='beta-gibbs' or 'slice-gibbs' to run without split-merge."
             )
-        names = rank_names(X)
+        names = column_names(X)
         if is_dask_array(X):  # the rankings stay on the workers, validated there
             X = DaskRankings(X, active_client(), self.n_items)
             self.n_items_ = X.n_items
@@ -683,7 +683,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             X, self.n_items_ = check_training_rankings(X, self.n_items, space)
         _check_chain_memory(self.n_items_, self.n_items is None)
         self.n_features_in_ = X.shape[1]
-        record_rank_names(self, names)
+        record_column_names(self, names)
         t_max = X.shape[1]
         r = real_parameter(self.r, "r")
         if r.ndim > 1 or (r.ndim == 1 and len(r) < t_max):

@@ -458,20 +458,21 @@ def check_query_rankings(X, n_items_, *, inferred):
     return X[:, : ranking_lengths(X).max()].copy()
 
 
-def rank_names(X):
-    """The string column names of rankings ``X`` (a pandas data frame's), or None.
+def column_names(X):
+    """The string column names of ``X`` (a pandas data frame's), or None.
 
     scikit-learn's rule: None unless every name is a string, and a TypeError for
-    names of mixed types. Read in ``fit`` before the work, and kept by
-    :func:`record_rank_names` once ``n_features_in_`` is known.
+    names of mixed types. A ``fit`` reads them before its work, and keeps them
+    with :func:`record_column_names` once ``n_features_in_`` is known.
     """
     return _get_feature_names(X)
 
 
-def record_rank_names(estimator, names):
-    """Set ``feature_names_in_`` to the first ``n_features_in_`` of ``names``
-    (the columns past those only pad), or delete it when ``names`` is None, as
-    scikit-learn's ``validate_data(reset=True)`` does."""
+def record_column_names(estimator, names):
+    """Set ``feature_names_in_`` to the first ``n_features_in_`` of ``names``, or
+    delete it when ``names`` is None, as scikit-learn's
+    ``validate_data(reset=True)`` does (for rankings, the columns past
+    ``n_features_in_`` only pad)."""
     if names is not None:
         estimator.feature_names_in_ = names[: estimator.n_features_in_]
     elif hasattr(estimator, "feature_names_in_"):
@@ -479,9 +480,10 @@ def record_rank_names(estimator, names):
 
 
 def check_rank_names(estimator, X):
-    """Check the column names of rankings ``X`` against the fit's, the way
-    scikit-learn's ``validate_data(reset=False)`` does for features, except that
-    a query may hold fewer ranks.
+    """Check the column names of rankings ``X`` against the fit's.
+
+    As scikit-learn's ``validate_data(reset=False)`` checks features, except
+    that a query may hold fewer ranks.
 
     Parameters
     ----------
@@ -498,15 +500,18 @@ def check_rank_names(estimator, X):
         different names. A column holds the items at one rank, so a frame whose
         columns come in another order would read as other rankings. The
         columns they share are compared: a query of top-2 rankings may hold
-        the first two columns only, and a wider one may end in padding columns
-        of any name (``n_features_in_`` bounds the ranks that hold items).
+        the first two columns only, and a wider one may end in columns of any
+        name. Those hold only padding for DPMallowsClustering, which refuses
+        rankings longer than its training ones; the kernel density and the
+        blurring mean shift score such rankings, their last ranks unnamed by
+        the fit and so unchecked.
 
     Warns
     -----
     UserWarning
         As scikit-learn, when only one of the fit and ``X`` had names.
     """
-    names = rank_names(X)
+    names = column_names(X)
     fitted = getattr(estimator, "feature_names_in_", None)
     kind = type(estimator).__name__
     if fitted is None and names is not None:

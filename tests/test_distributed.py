@@ -356,10 +356,10 @@ class _Raising:
         raise self.error
 
 
-def _fail_first_calls(rows, monkeypatch, make_call, n_calls=1):
-    """The first ``n_calls`` calls of ``run`` on the rows' current holders (each
-    set of holders in turn, as the chain makes new ones) give ``make_call()``;
-    the scheduler says those holders' workers left. Returns the holders made."""
+def _fail_first_calls(monkeypatch, make_call, n_calls=1):
+    """Every call of ``run`` on the first ``n_calls`` sets of holders that rows
+    make gives ``make_call()``, and the scheduler says those holders' workers
+    left. Returns the sets of holders made, in order."""
     made, lost = [], set()
     chunk_holders = DaskRows._chunk_holders
 
@@ -386,7 +386,6 @@ def _serial_rows(n=256, chunks=64):
 
 
 def test_an_actor_call_is_awaited_in_slices_until_it_answers(monkeypatch):
-    monkeypatch.setattr(_distributed, "CALL_CHECK_SECONDS", 0.01)
     rows, _ = _serial_rows()
     monkeypatch.setattr(DaskRows, "_holders_lost", lambda self, holders: False)
     call = _Unanswered("answer", silent=3)
@@ -398,15 +397,14 @@ def test_a_call_to_an_actor_that_went_silently_runs_again_on_new_ones(monkeypatc
     # the worker restarted at its own address: Dask never answers the call, the
     # scheduler sees the old worker go; new actors are made and the call runs
     # again, once
-    monkeypatch.setattr(_distributed, "CALL_CHECK_SECONDS", 0.01)
     rows, expected = _serial_rows()
-    made = _fail_first_calls(rows, monkeypatch, lambda: _Unanswered(None))
+    made = _fail_first_calls(monkeypatch, lambda: _Unanswered(None))
     assert_array_equal(rows.prior_predictive(), expected)
     assert len(made) == 2 and made[0] is not made[1]
     assert rows._holders is made[1]  # the first ones forgotten
     # gone on both attempts: the step cannot go on
     rows, _ = _serial_rows()
-    _fail_first_calls(rows, monkeypatch, lambda: _Unanswered(None), n_calls=2)
+    _fail_first_calls(monkeypatch, lambda: _Unanswered(None), n_calls=2)
     with pytest.raises(RuntimeError, match="left twice during one step"):
         rows.prior_predictive()
 
@@ -441,7 +439,7 @@ def test_a_dropped_connection_waits_for_the_scheduler_to_see_the_loss(monkeypatc
     # through a round trip: the call runs again, on new actors
     monkeypatch.undo()
     rows, expected = _serial_rows()
-    made = _fail_first_calls(rows, monkeypatch, lambda: _Raising(OSError("closed")))
+    made = _fail_first_calls(monkeypatch, lambda: _Raising(OSError("closed")))
     assert_array_equal(rows.prior_predictive(), expected)
     assert len(made) == 2
 

@@ -105,6 +105,28 @@ def test_a_warm_fit_on_other_data_is_an_error():
         fit(model, RANKINGS[:-1])
 
 
+@pytest.mark.parametrize("Estimator, X, params", CASES)
+def test_a_warm_fit_records_the_column_names_as_any_fit(Estimator, X, params):
+    # the chains go on if the rows are the same; a data frame's column names
+    # are the new fit's, as in scikit-learn (no warning, no name check)
+    pd = pytest.importorskip("pandas")
+    model = fit(make(Estimator, n_iter=12, warm_start=True, **params), X)
+    named = [f"x{j}" for j in range(X.shape[1])]
+    for names in (named, named[::-1], None):
+        frame = X if names is None else pd.DataFrame(X, columns=names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fit(model, frame, n_iter=1)
+            weighted = np.ones(len(X), dtype=np.intp)
+            model.set_params(n_iter=1).fit(frame, sample_weight=weighted)
+        if names is None:
+            assert not hasattr(model, "feature_names_in_")
+        else:
+            assert_array_equal(model.feature_names_in_, names)
+    assert model.n_iter_ == 18
+
+
 @pytest.mark.parametrize("warm_start", [False, True])
 def test_a_fit_keeps_no_reference_to_the_callers_array(warm_start):
     # a float64 X passed validation as it was: the Gaussian model kept the
