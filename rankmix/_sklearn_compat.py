@@ -5,7 +5,7 @@
 rankmix declares its parameters the way scikit-learn does (``_parameter_constraints``
 checked by ``_fit_context``, ``validate_params`` on public functions) and reuses
 ``_check_feature_names_in`` for ``get_feature_names_out`` and ``_get_feature_names``
-for a data frame's column names of rankings. Those helpers live in
+for a data frame's column names (of rankings, and in a warm fit). Those helpers live in
 scikit-learn's private modules, which may change in any release. Every rankmix
 module imports them from here, so a change in scikit-learn costs one edit in one
 file, and ``pyproject.toml`` bounds scikit-learn above by the newest release that
