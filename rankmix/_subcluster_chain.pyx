@@ -66,7 +66,11 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   chain proposes join clusters that the data keep apart, and end there. Since a
   launch draws nothing from the chain's stream, skipping one changes no other
   draw: the chain is the same, draw for draw, as one that runs every launch
-  (``_launch_every_merge``, tested).
+  (``_launch_every_merge``, tested). R needs the merged cluster's state: where
+  the family reads moments off a state (``family_merged_state``; the Gaussian
+  families with full or diagonal covariances), it is built from the two
+  clusters' states, and such a merge reads no row until its launch (with rows
+  on Dask workers, no round trip); otherwise from the rows of S.
 
 Singletons
 ----------
@@ -121,8 +125,8 @@ from ._counter_rng cimport CounterStream, counter_stream_start
 from ._dp_prior cimport escobar_west, split_select_log_ratio
 from ._family cimport (
     STATE_COUNT, ConjugateFamily, Family, family_add, family_log_kernel,
-    family_log_likelihood_rows, family_log_marginal, family_rebuild, family_remove,
-    family_reset, family_rows_work_width,
+    family_log_likelihood_rows, family_log_marginal, family_merged_state,
+    family_rebuild, family_remove, family_reset, family_rows_work_width,
 )
 from ._openmp cimport max_threads
 from ._permutation cimport intp_t
@@ -958,10 +962,18 @@ cdef class SubclusterChain(CollapsedChain):
         cdef intp_t K = self.slots.n_active, k, n
         cdef intp_t n_a = self._size(c_a), n_b = self._size(c_b)
         cdef double log_u = log(uniform(self.rng)), log_ratio
+        cdef bint a_first = n_a >= n_b
         self.n_merge += 1
-        # the merged state, from S's rows in block order as every state
-        n = self._side_rows(i, j, m, NULL, 0, 0)
-        self._state_of(self.state_m, self.side_members, n)
+        # the merged state: from the two states' moments where the family reads
+        # them off a state (the Gaussian families: O(d^3), and no round trip to
+        # rows held elsewhere, where most merges end before their launch), else
+        # from S's rows in block order as every state. Either way a function of
+        # the two states alone, the same wherever the rows are.
+        if family_merged_state(&self.f, self._state(c_a if a_first else c_b),
+                               self._state(c_b if a_first else c_a),
+                               self.merge_moments, self.state_m) < 0:
+            n = self._side_rows(i, j, m, NULL, 0, 0)
+            self._state_of(self.state_m, self.side_members, n)
         # pick the split back (K - 1 clusters) / pick this merge (K clusters,
         # the partner uniform among the K - 1 others)
         log_ratio = (family_log_marginal(&self.f, self.state_m)

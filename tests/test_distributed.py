@@ -220,6 +220,34 @@ def test_worker_lanes_deal_each_workers_chunks_among_its_threads():
     assert worker_lanes([], {"a": 2}) == []
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_merge_needs_no_round_trip_where_its_state_comes_from_the_clusters(kind):
+    # the rows' moments are fetched for each launch's anchors, and for a merge's
+    # merged state only where the family cannot read the moments off the two
+    # clusters' states (the isotropic families): most merges end before their
+    # launch, so with full or diagonal covariances they cost no round trip
+    X = two_blobs(600, 2)
+    X[:200] -= 6.0
+    model = make_model(kind, 2, len(X))
+    rows = DaskRows(da.from_array(X, chunks=(64, -1)), SerialClient(), 64)
+    rows.bind(model)
+    trips, row_partials = [], rows.row_partials
+    rows.row_partials = lambda *args: trips.append(args) or row_partials(*args)
+    chain = SubclusterChain(
+        model.family(np.empty((0, 2))), alpha=1.0, n_split_merge=5,
+        alpha_prior=None, init_clusters=3, bit_generator=np.random.PCG64(1),
+        remote=rows,
+    )
+    trips.clear()
+    for _ in range(20):
+        chain.sweep()
+    counts = chain.split_merge_counts
+    merges = counts["merge_proposed"]
+    launches = counts["split_proposed"] + merges - chain._merges_rejected_early
+    assert chain._merges_rejected_early > 10
+    assert len(trips) == launches + (0 if kind in ("full", "diag") else merges)
+
+
 def _counting_submits(client, monkeypatch):
     """The functions ``client.submit`` is given from here on."""
     submitted = []
