@@ -674,13 +674,14 @@ class DaskRows:
         if len(indices) == 0:
             return np.empty((0, self.n_features))
         chunks, parts = self._split(indices)
+
+        def local(c):
+            return indices[parts[c][0] : parts[c][1]] - self.offsets[c]
+
+        if self._families is not None:  # bound: the actors hold the rows, no task
+            return np.concatenate(self._submit(_family_rows, local, chunks=chunks))
         return np.concatenate(
-            self._on_lanes(
-                _rows,
-                self._chunks,
-                lambda c: (indices[parts[c][0] : parts[c][1]] - self.offsets[c],),
-                chunks,
-            )
+            self._on_lanes(_rows, self._chunks, lambda c: (local(c),), chunks)
         )
 
 
@@ -689,7 +690,14 @@ def _prior_predictive(family, offset):
 
 
 def _rows(block, indices):
-    rows = block[indices]
+    return _dense(block[indices])
+
+
+def _family_rows(family, offset, indices):
+    return _dense(family.rows(indices))
+
+
+def _dense(rows):
     if hasattr(rows, "toarray"):  # a chunk of scipy.sparse counts
         rows = rows.toarray()
     return np.array(rows, dtype=np.float64)

@@ -103,7 +103,9 @@ rows, not of the threads or of where the rows are, and the chain touches its
 rows only through four operations: the label step (with the moments of the new
 clusters, block by block), the moments of given rows, a launch scan over given
 rows (with the moments the launch needs next), and the reading of given rows
-(the singleton moves' and the sequential start's). ``remote``, when given, does
+(the singleton moves', the proposals' anchors and the sequential start's: a
+sweep reads each move's rows in one go, ``_read_anchors`` and
+``_singleton_phase``). ``remote``, when given, does
 them where the rows are (``_distributed.DaskRows``: blocks of rows on Dask
 workers); the chain's global steps (parameters, split, merge and singleton
 decisions, alpha) run where the chain is, and the draws are the same to the last
@@ -134,8 +136,8 @@ from ._restricted cimport (
     PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, precedes, row_draws,
 )
 from ._rng cimport (
-    draw_from_logs, draw_index, log_gamma_variate, log_pair, log_sum_exp, shuffle,
-    uniform, uniform_index,
+    bitgen_pointer, draw_from_logs, draw_index, log_gamma_variate, log_pair,
+    log_sum_exp, shuffle, uniform, uniform_index,
 )
 from ._slots cimport grow_array
 
@@ -849,6 +851,9 @@ cdef class SubclusterChain(CollapsedChain):
         cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
         self._draw_parameters()
         self._label_step(sweep)
+        if self.remote is not None:
+            with gil:
+                self._read_anchors()
         for t in range(self.n_proposals):
             if self._propose(sweep, t):
                 self._group_members()  # an accepted move changed the labels
@@ -894,36 +899,76 @@ cdef class SubclusterChain(CollapsedChain):
                 m += 1
         return m
 
+    cdef int _pick(self, bitgen_t* rng, intp_t* c_a, intp_t* c_b, intp_t* i,
+                   intp_t* j) noexcept nogil:
+        """A proposal's type, clusters and anchors, drawn from ``rng`` (module
+        docstring): 1 for a split of c_a (= c_b), 0 for a merge of c_a and c_b,
+        -1 for no proposal (a split of a singleton, a merge of one cluster).
+
+        ``members`` must hold the points of each slot (``_group_members``).
+        """
+        cdef intp_t K = self.slots.n_active, c, n_c, r, k
+        if uniform(rng) < 0.5:
+            c = self.slots.active[uniform_index(rng, K)]
+            n_c = self._size(c)
+            if n_c < 2:
+                return -1
+            r = uniform_index(rng, n_c)
+            k = uniform_index(rng, n_c - 1)
+            i[0] = self._member(c, r)
+            j[0] = self._member(c, k + (k >= r))
+            c_a[0] = c_b[0] = c
+            return 1
+        if K < 2:
+            return -1
+        r = uniform_index(rng, K)
+        k = uniform_index(rng, K - 1)
+        c_a[0] = self.slots.active[r]
+        c_b[0] = self.slots.active[k + (k >= r)]
+        i[0] = self._member(c_a[0], uniform_index(rng, self._size(c_a[0])))
+        j[0] = self._member(c_b[0], uniform_index(rng, self._size(c_b[0])))
+        return 0
+
+    cdef int _read_anchors(self) except -1:
+        """Rows held elsewhere: read at once the anchors the sweep's proposals will
+        launch from (``row_cache``), where they can be told in advance.
+
+        Each proposal's picks are drawn as ``_propose`` draws them, with its
+        acceptance uniform (a merge's first draw after its picks, a split's after
+        its launch, which draws nothing from the chain's stream), from a copy of
+        the chain's stream in the current state: the guesses are right up to the
+        first accepted move. A launch whose anchors were not read asks for their
+        moments instead (``_pair_states``), and the chain's own stream is left as
+        it was: the draws do not depend on the guesses.
+        """
+        cdef intp_t t, c_a, c_b, i, j
+        cdef bitgen_t* rng
+        shadow = type(self.bit_generator)()
+        shadow.state = self.bit_generator.state
+        rng = bitgen_pointer(shadow)
+        anchors = []
+        for t in range(self.n_proposals):
+            if self._pick(rng, &c_a, &c_b, &i, &j) >= 0:
+                anchors += [i, j]
+                uniform(rng)
+        self.row_cache = {}
+        if anchors:
+            self._fetch_rows(np.array(anchors, dtype=np.intp))
+        return 0
+
     cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
         """One split or merge proposal (module docstring); True if accepted.
 
         ``members`` must hold the points of each slot (``_group_members``).
         """
-        cdef intp_t K = self.slots.n_active, c, c_a, c_b, i, j, r, k, m, n_c
+        cdef intp_t K = self.slots.n_active, c_a, c_b, i, j, k, m
         cdef intp_t n_a, n_b, c_new
-        cdef bint split = uniform(self.rng) < 0.5
+        cdef int kind = self._pick(self.rng, &c_a, &c_b, &i, &j)
         cdef double log_q, log_ratio, log_select
-        if split:
-            c = self.slots.active[uniform_index(self.rng, K)]
-            n_c = self._size(c)
-            if n_c < 2:
-                return False
-            r = uniform_index(self.rng, n_c)
-            k = uniform_index(self.rng, n_c - 1)
-            i = self._member(c, r)
-            j = self._member(c, k + (k >= r))
-            c_a = c_b = c
-        else:
-            if K < 2:
-                return False
-            r = uniform_index(self.rng, K)
-            k = uniform_index(self.rng, K - 1)
-            c_a = self.slots.active[r]
-            c_b = self.slots.active[k + (k >= r)]
-            i = self._member(c_a, uniform_index(self.rng, self._size(c_a)))
-            j = self._member(c_b, uniform_index(self.rng, self._size(c_b)))
+        if kind < 0:
+            return False
         m = self._launch_set(c_a, c_b, i, j)
-        if not split:
+        if kind == 0:
             return self._launch_merge(sweep, t, c_a, c_b, i, j, m)
         # the proposed split's states (state_a, state_b)
         log_q = self._launch(sweep, t, i, j, m, True)
@@ -1131,11 +1176,33 @@ cdef class SubclusterChain(CollapsedChain):
             return 0
         with gil:
             if self.scan_moments is None:
+                if i in self.row_cache and j in self.row_cache:
+                    self._anchor_states(i, j)
+                    return 0
                 self.scan_moments = self.remote.row_partials(
                     np.array(sorted((i, j)), dtype=np.intp),
                     np.array([0, 1] if i < j else [1, 0], dtype=np.intp), 2,
                     self.row_block)
             self._states_from_scan(self.state_a, self.state_b)
+        return 0
+
+    cdef int _anchor_states(self, intp_t i, intp_t j) except -1:
+        """``state_a`` <- the state of row i alone, ``state_b`` of row j, from their
+        rows read here: the moments of one row, as its worker computes them (the
+        same family code on the same values), so the states are those the
+        workers' moments would give."""
+        cdef Family pair = self.family.rebound(
+            np.vstack([self.row_cache[i], self.row_cache[j]]))
+        cdef intp_t point[2]
+        point[0] = 0
+        point[1] = 1
+        if (blocked_state(&pair.c, self.state_a, &point[0], 1, self.row_block,
+                          self.moments_scratch, self.moments_scratch + self.M) < 0
+                or blocked_state(&pair.c, self.state_b, &point[1], 1, self.row_block,
+                                 self.moments_scratch,
+                                 self.moments_scratch + self.M) < 0):
+            with nogil:
+                self._fail()
         return 0
 
     cdef int _states_from_scan(self, double* first, double* second) except -1:
