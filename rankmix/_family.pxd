@@ -74,9 +74,11 @@ A family whose statistics add up over disjoint sets of points also sets, with
 
 It may also set, with ``moments_of_states(&family.c, ...)``, ``state_moments(context,
 state, moments)``: the moments of the points a state summarises, read off the state.
-The collapsed chain's merge proposals then merge two clusters' moments and build the
-merged state from them (O(d^3) for a full covariance), where it would otherwise add
-the smaller cluster's points to the larger one by one (a rank-one update each).
+The merge proposals of both chains then merge two clusters' moments and build the
+merged state from them (O(d^3) for a full covariance), where the collapsed chain
+would otherwise add the smaller cluster's points to the larger one by one (a
+rank-one update each) and the sub-cluster chain read the rows of both (a round
+trip, with rows on Dask workers). Every family of vectors or counts sets it.
 
 The sub-cluster chain builds every state from these: the rows are cut into fixed
 blocks of ``row_block`` rows, each block's moments are computed on their own and

@@ -63,7 +63,7 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
-    likelihood_rows,
+    likelihood_rows, moments_of_states,
 )
 from ._rng cimport random_standard_gamma, random_standard_normal
 from ._simd cimport squared_distance as simd_squared_distance
@@ -262,6 +262,27 @@ cdef int _moments_state(void* context, const double* moments, double* s) noexcep
     scatter = (p.psi + p.kappa * n / (p.kappa + n) * squared_distance(xbar, p.mean, d)
                + moments[1 + d])
     return state_set(p, s, n, xbar, scatter)
+
+
+cdef void _state_moments(void* context, const double* s, double* out) noexcept nogil:
+    """The moments of the points a state summarises, read off it (the inverse of
+    ``_moments_state``): xbar = ((kappa_0 + n) m_n - kappa_0 m_0) / n and M2 =
+    scalar - psi_0 - kappa_0 n / (kappa_0 + n) |xbar - m_0|^2. What
+    ``_moments_state`` adds back makes any rounding here small against the
+    scalar."""
+    cdef const Iso* p = (<IsoContext*> context).p
+    cdef intp_t j, d = p.d
+    cdef double n = s[STATE_COUNT], kn = p.kappa + n
+    cdef double* xbar = out + 1
+    out[0] = n
+    if n == 0.0:
+        for j in range(d + 1):
+            xbar[j] = 0.0
+        return
+    for j in range(d):
+        xbar[j] = (kn * s[S_MEAN + j] - p.kappa * p.mean[j]) / n
+    out[1 + d] = (s[S_SCATTER] - p.psi
+                  - p.kappa * n / kn * squared_distance(xbar, p.mean, d))
 
 
 cdef inline double state_log_kernel(
@@ -622,6 +643,7 @@ cdef class IsotropicFamily(Family):
         explicit_parameters(&self.c, model.p.d + 2, 0, _draw_params, _log_likelihood)
         likelihood_rows(&self.c, _log_likelihood_rows, 0)
         block_moments(&self.c, model.p.d + 2, _moments, _moments_merge, _moments_state)
+        moments_of_states(&self.c, _state_moments)
 
     def __reduce__(self):
         return IsotropicFamily, (self.model, self.data)

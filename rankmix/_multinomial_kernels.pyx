@@ -49,6 +49,7 @@ from numpy.random cimport bitgen_t
 
 from ._family cimport (
     STATE_COUNT, Family, block_moments, conjugate_family, explicit_parameters,
+    moments_of_states,
 )
 from ._rng cimport log_gamma_variate, log_sum_exp
 from ._permutation cimport intp_t
@@ -370,6 +371,7 @@ cdef class MultinomialFamily(Family):
         explicit_parameters(&self.c, model.p.V, 0, _draw_params, _log_likelihood)
         block_moments(&self.c, S_COUNTS + model.p.V, _moments, _moments_merge,
                       _moments_state)
+        moments_of_states(&self.c, _state_moments)
 
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)
@@ -494,6 +496,14 @@ cdef void _moments_merge(void* context, double* acc, const double* other) noexce
         return
     for k in range(width):
         acc[k] += other[k]   # the cached fields stay 0, as they are in other
+
+
+cdef void _state_moments(void* context, const double* state, double* out) noexcept nogil:
+    """A state's moments, read off it: its sums (n, T, the coefficients' sum and
+    the counts), with the cached fields 0 as ``_moments`` leaves them."""
+    memcpy(out, state, (S_COUNTS + (<Context*> context).p.V) * sizeof(double))
+    out[S_LOG_WEIGHT] = 0.0
+    out[S_LOG_GAMMA] = 0.0
 
 
 cdef int _moments_state(void* context, const double* moments, double* state) noexcept nogil:

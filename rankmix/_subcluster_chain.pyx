@@ -67,10 +67,11 @@ state, which makes the move exact and keeps what the sub-clusters are for:
   launch draws nothing from the chain's stream, skipping one changes no other
   draw: the chain is the same, draw for draw, as one that runs every launch
   (``_launch_every_merge``, tested). R needs the merged cluster's state: where
-  the family reads moments off a state (``family_merged_state``; the Gaussian
-  families with full or diagonal covariances), it is built from the two
-  clusters' states, and such a merge reads no row until its launch (with rows
-  on Dask workers, no round trip); otherwise from the rows of S.
+  the family reads moments off a state (``family_merged_state``; every family
+  of vectors or counts), it is built from the two clusters' states, and such
+  a merge reads no row until its launch (with rows on Dask workers, no round
+  trip); otherwise, or where that state is not numerically valid, from the
+  rows of S.
 
 Singletons
 ----------
@@ -1010,10 +1011,10 @@ cdef class SubclusterChain(CollapsedChain):
         cdef bint a_first = n_a >= n_b
         self.n_merge += 1
         # the merged state: from the two states' moments where the family reads
-        # them off a state (the Gaussian families: O(d^3), and no round trip to
+        # them off a state (O(d^3) for a full covariance, and no round trip to
         # rows held elsewhere, where most merges end before their launch), else
-        # from S's rows in block order as every state. Either way a function of
-        # the two states alone, the same wherever the rows are.
+        # from S's rows in block order as every state. Either way the same
+        # wherever the rows are.
         if family_merged_state(&self.f, self._state(c_a if a_first else c_b),
                                self._state(c_b if a_first else c_a),
                                self.merge_moments, self.state_m) < 0:

@@ -237,6 +237,25 @@ def test_removing_points_undoes_adding_them(covariance_type):
 
 
 @pytest.mark.parametrize("covariance_type", TYPES)
+def test_merged_state_from_moments_is_the_union_rebuilt(covariance_type):
+    # a merge proposal's state: the two states' moments read off them, merged
+    # and made a state again, against the state rebuilt from the union, for
+    # pairs of 1 and 1, 3 and 2, 15 and 15 points far from the prior mean
+    rng = np.random.default_rng(7)
+    d = 4
+    prior = random_spd(rng, d) if covariance_type == "fixed" else 1.0
+    model = make_model(covariance_type, np.zeros(d), 0.5, 2.0, prior, n_max=50)
+    family = model.family(100 + 10 * rng.normal(size=(30, d)))
+    for a, b in (([0], [1]), ([0, 1, 2], [5, 7]),
+                 (list(range(0, 30, 2)), list(range(1, 30, 2)))):
+        merged, rebuilt = family._merged_state_check(a, b)
+        assert merged[0] == rebuilt[0] == len(a) + len(b)
+        if covariance_type == "fixed":  # its power (entry 5) is unused, unset
+            merged, rebuilt = np.delete(merged, 5), np.delete(rebuilt, 5)
+        assert_allclose(merged, rebuilt, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
 def test_gibbs_weights_are_size_times_predictive(covariance_type):
     # the compiled chain's assignment weights are n_k p(x | C_k) and alpha p(x)
     X = TINY_X2

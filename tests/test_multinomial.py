@@ -72,6 +72,20 @@ def model_for(X, a):
 # -- the family ----------------------------------------------------------------------
 
 
+def test_merged_state_from_moments_is_the_union_rebuilt():
+    # a merge proposal's state: the two states' sums read off them, added and
+    # made a state again (the cached log-gammas from the counts), against the
+    # state rebuilt from the union
+    rng = np.random.default_rng(3)
+    X = rng.poisson(1.5, size=(30, 6))
+    family = model_for(X, np.full(6, 0.7)).family(sparse.csr_matrix(X))
+    for a, b in (([0], [1]), ([0, 1, 2], [5, 7]),
+                 (list(range(0, 30, 2)), list(range(1, 30, 2)))):
+        merged, rebuilt = family._merged_state_check(a, b)
+        assert merged[0] == rebuilt[0] == len(a) + len(b)
+        assert_allclose(merged, rebuilt, rtol=1e-13, atol=1e-12)
+
+
 @pytest.mark.parametrize("a", PRIORS)
 def test_log_marginal_matches_the_direct_formula(a):
     model = model_for(TINY, a)
