@@ -8,7 +8,8 @@ the model on the worker that holds it, once. A sweep of the sub-cluster chain
 (``_subcluster_chain``) then sends each chunk the parameters and gets back its
 rows' labels with the moments of their clusters, block by block; a split or merge
 proposal sends the rows of the clusters concerned and gets back their
-allocations; a singleton move reads the one row it concerns. The global steps
+allocations; the rows the proposals start from (their anchors) and those the
+singleton moves read are read once a sweep, each set in one go. The global steps
 (parameters, weights, the Metropolis-Hastings decisions, alpha) run on the
 client, in the chain.
 
@@ -29,12 +30,14 @@ milliseconds on each task (about 5 ms on a 2-core machine), so a task per chunk
 would make an array of many chunks pay for each of them in every round trip,
 whatever the work. Instead:
 
-* the chain's operations on the bound chunks call one actor per worker
-  (``ChunkHolder``, Dask's actors), which holds that worker's families and runs
-  the operation on them, on as many threads as the worker has: no task at all;
+* the chain's operations on the bound chunks, the reading of rows included,
+  call one actor per worker (``ChunkHolder``, Dask's actors), which holds that
+  worker's families and runs the operation on them, on as many threads as the
+  worker has: no task at all;
 * the summaries of the chunks before they are bound (validation, the priors'
-  data summaries) and the reading of rows run one task per worker thread
-  that holds chunks (its "lane", ``worker_lanes``), on those chunks in turn.
+  data summaries), and the reading of rows before then, run one task per
+  worker thread that holds chunks (its "lane", ``worker_lanes``), on those
+  chunks in turn.
 
 An actor goes with its worker: a call that fails because the worker left makes
 new actors, where Dask has recomputed or moved the families, and runs again

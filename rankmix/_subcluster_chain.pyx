@@ -113,6 +113,8 @@ decisions, alpha) run where the chain is, and the draws are the same to the last
 bit as with the rows in process (``tests/test_distributed.py``).
 """
 
+import copy
+
 import numpy as np
 
 from cython.parallel cimport prange, threadid
@@ -944,8 +946,7 @@ cdef class SubclusterChain(CollapsedChain):
         """
         cdef intp_t t, c_a, c_b, i, j
         cdef bitgen_t* rng
-        shadow = type(self.bit_generator)()
-        shadow.state = self.bit_generator.state
+        shadow = copy.deepcopy(self.bit_generator)   # no fresh seed to draw
         rng = bitgen_pointer(shadow)
         anchors = []
         for t in range(self.n_proposals):
@@ -1062,16 +1063,24 @@ cdef class SubclusterChain(CollapsedChain):
 
         Each proposal's type, and the row a split-off proposal reads, are drawn
         before any proposal runs: they do not depend on the state, so that rows
-        held elsewhere are fetched at once.
+        held elsewhere are fetched at once, with those of the clusters of one or
+        two rows: an absorb proposal may pick a singleton, and a split-off
+        leaves one where it takes a row of two (a singleton made otherwise is
+        read when picked).
         """
-        cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_proposals
+        cdef intp_t a, c, k, t, n_moves = SINGLETON_MOVES * self.n_proposals
         for t in range(n_moves):
             self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
                                       else uniform_index(self.rng, self.N))
         if self.remote is not None:
             with gil:
                 self.row_cache = {}
-                self._fetch_rows(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
+                wanted = list(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
+                for a in range(self.slots.n_active):
+                    c = self.slots.active[a]
+                    if self._size(c) <= 2:
+                        wanted += [self._member(c, k) for k in range(self._size(c))]
+                self._fetch_rows(np.array(wanted, dtype=np.intp))
         for t in range(n_moves):
             if self._singleton_move(self.singleton_rows[t]):
                 self._group_members()

@@ -233,6 +233,8 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
     rows.bind(model)
     trips, row_partials = [], rows.row_partials
     rows.row_partials = lambda *args: trips.append(args) or row_partials(*args)
+    reads, read = [], rows.rows
+    rows.rows = lambda indices: reads.append(len(indices)) or read(indices)
     chain = SubclusterChain(
         model.family(np.empty((0, 2))), alpha=1.0, n_split_merge=5,
         alpha_prior=None, init_clusters=3, bit_generator=np.random.PCG64(1),
@@ -240,7 +242,7 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
     )
     quiet = merges = 0
     for _ in range(30):
-        before = (len(trips), chain.split_merge_counts)
+        before = (len(trips), chain.split_merge_counts, len(reads))
         chain.sweep()
         after = chain.split_merge_counts
         if any(after[k] != before[1][k] for k in ("split_accepted", "merge_accepted")):
@@ -248,6 +250,12 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
         quiet += 1
         merges += after["merge_proposed"] - before[1]["merge_proposed"]
         assert len(trips) == before[0]
+        # two reads: the proposals' anchors (two a proposal at most), then the
+        # singleton moves' rows (one a move at most, and those of the clusters
+        # of one or two rows, which an absorb may pick)
+        anchors, singletons = reads[before[2] :]
+        assert 0 < anchors <= 2 * 5
+        assert 0 < singletons <= 10 * 5 + 2 * chain.n_clusters
     assert quiet >= 10 and merges >= 10
     # the same draws as with the rows in process, in blocks of as many rows
     chain_module.ROW_BLOCK, saved = 64, chain_module.ROW_BLOCK
