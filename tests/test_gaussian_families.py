@@ -220,13 +220,17 @@ def test_predictive_integrates_to_one_in_2d(covariance_type):
     assert_allclose(total, 1.0, rtol=1e-7)
 
 
-@pytest.mark.parametrize("covariance_type", TYPES)
-def test_removing_points_undoes_adding_them(covariance_type):
-    rng = np.random.default_rng(6)
-    d = 4
+def model_and_far_data(covariance_type, seed, d=4):
+    """A model and 30 rows far from its prior mean (an offset and a scale)."""
+    rng = np.random.default_rng(seed)
     prior = random_spd(rng, d) if covariance_type == "fixed" else 1.0
     model = make_model(covariance_type, np.zeros(d), 0.5, 2.0, prior, n_max=50)
-    X = 100 + 10 * rng.normal(size=(30, d))  # an offset and a scale
+    return model, 100 + 10 * rng.normal(size=(30, d))
+
+
+@pytest.mark.parametrize("covariance_type", TYPES)
+def test_removing_points_undoes_adding_them(covariance_type):
+    model, X = model_and_far_data(covariance_type, 6)
     state = fitted_state(model, X)
     for x in X[:20]:
         assert model.remove(state, x) == 0
@@ -241,11 +245,8 @@ def test_merged_state_from_moments_is_the_union_rebuilt(covariance_type):
     # a merge proposal's state: the two states' moments read off them, merged
     # and made a state again, against the state rebuilt from the union, for
     # pairs of 1 and 1, 3 and 2, 15 and 15 points far from the prior mean
-    rng = np.random.default_rng(7)
-    d = 4
-    prior = random_spd(rng, d) if covariance_type == "fixed" else 1.0
-    model = make_model(covariance_type, np.zeros(d), 0.5, 2.0, prior, n_max=50)
-    family = model.family(100 + 10 * rng.normal(size=(30, d)))
+    model, X = model_and_far_data(covariance_type, 7)
+    family = model.family(X)
     for a, b in (([0], [1]), ([0, 1, 2], [5, 7]),
                  (list(range(0, 30, 2)), list(range(1, 30, 2)))):
         merged, rebuilt = family._merged_state_check(a, b)
