@@ -116,17 +116,19 @@ class SerialClient:
         return [_Done(c.compute()) for c in collections]
 
 
-def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options):
-    """A chain with its rows in process and the same chain on ``client``'s rows;
-    asserts every sweep's labels and log joint are identical."""
+def chain_pair(kind, X, chunks, row_block, client, seed=1, **options):
+    """The same chain twice, with its rows in process and on ``client``'s rows
+    (in blocks of ``row_block`` rows both), and those rows: ``(local, remote,
+    rows)``. ``options`` add to or replace the chains' defaults here."""
     model = make_model(kind, X.shape[1], len(X))
     rows = DaskRows(da.from_array(X, chunks=(chunks, -1)), client, row_block).bind(
         model
     )
     empty = np.empty((0, X.shape[1]))
-    options = dict(
-        alpha=1.0, n_split_merge=3, alpha_prior=(1.0, 1.0), init_clusters=3, **options
-    )
+    options = {
+        "alpha": 1.0, "n_split_merge": 3, "alpha_prior": (1.0, 1.0),
+        "init_clusters": 3, **options,
+    }
     chain_module.ROW_BLOCK, saved = row_block, chain_module.ROW_BLOCK
     try:
         local = SubclusterChain(
@@ -137,6 +139,13 @@ def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options)
     remote = SubclusterChain(
         model.family(empty), bit_generator=np.random.PCG64(seed), remote=rows, **options
     )
+    return local, remote, rows
+
+
+def run_pair(kind, X, chunks, row_block, client, n_sweeps=25, seed=1, **options):
+    """A chain with its rows in process and the same chain on ``client``'s rows;
+    asserts every sweep's labels and log joint are identical."""
+    local, remote, _ = chain_pair(kind, X, chunks, row_block, client, seed, **options)
     assert_same_sweeps(local, remote, n_sweeps)
     return local
 
@@ -228,18 +237,14 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
     # a sweep that accepts no move, no proposal asks for rows' moments.
     X = two_blobs(600, 2)
     X[:200] -= 6.0
-    model = make_model(kind, 2, len(X))
-    rows = DaskRows(da.from_array(X, chunks=(64, -1)), SerialClient(), 64)
-    rows.bind(model)
+    local, chain, rows = chain_pair(
+        kind, X, 64, 64, SerialClient(), n_split_merge=5, alpha_prior=None
+    )
+    # counted from here on, sweep by sweep
     trips, row_partials = [], rows.row_partials
     rows.row_partials = lambda *args: trips.append(args) or row_partials(*args)
     reads, read = [], rows.rows
     rows.rows = lambda indices: reads.append(len(indices)) or read(indices)
-    chain = SubclusterChain(
-        model.family(np.empty((0, 2))), alpha=1.0, n_split_merge=5,
-        alpha_prior=None, init_clusters=3, bit_generator=np.random.PCG64(1),
-        remote=rows,
-    )
     quiet = merges = 0
     for _ in range(30):
         before = (len(trips), chain.split_merge_counts, len(reads))
@@ -257,15 +262,7 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
         assert 0 < anchors <= 2 * 5
         assert 0 < singletons <= 10 * 5 + 2 * chain.n_clusters
     assert quiet >= 10 and merges >= 10
-    # the same draws as with the rows in process, in blocks of as many rows
-    chain_module.ROW_BLOCK, saved = 64, chain_module.ROW_BLOCK
-    try:
-        local = SubclusterChain(
-            model.family(X), alpha=1.0, n_split_merge=5, alpha_prior=None,
-            init_clusters=3, bit_generator=np.random.PCG64(1),
-        )
-    finally:
-        chain_module.ROW_BLOCK = saved
+    # the same draws as with the rows in process
     local.sweep(30)
     assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
 
