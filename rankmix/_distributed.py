@@ -8,8 +8,10 @@ the model on the worker that holds it, once. A sweep of the sub-cluster chain
 (``_subcluster_chain``) then sends each chunk the parameters and gets back its
 rows' labels with the moments of their clusters, block by block; a split or merge
 proposal sends the rows of the clusters concerned and gets back their
-allocations; the rows the proposals start from (their anchors) and those the
-singleton moves read are read once a sweep, each set in one go. The global steps
+allocations; the rows the proposals start from (their anchors, with the sample
+of rows each launch's first scan weighs, which that scan then weighs on the
+client) and those the singleton moves read are read once a sweep, each set in
+one go. The global steps
 (parameters, weights, the Metropolis-Hastings decisions, alpha) run on the
 client, in the chain.
 
@@ -22,13 +24,15 @@ What travels per sweep: the labels (8 bytes a row, both ways), the parameters
 (K x the family's parameter width) and, back, the moments of each block's
 clusters (blocks x K x (1 + d + d^2) doubles for ``full``, blocks x K x (5 + V)
 for counts over V features). Each split or merge proposal sends the indices of
-its rows and gets one byte and one double a row back, per launch scan.
+its rows and gets one byte and one double a row back, per launch scan after the
+first (the first weighs a sample of about 1,000 rows, read ahead with the
+anchors, up to ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` values a sweep).
 
-A sweep is a score of round trips (the label step, and each proposal's scans),
-so what a round trip costs decides how a chain scales. Dask's scheduler spends
-milliseconds on each task (about 5 ms on a 2-core machine), so a task per chunk
-would make an array of many chunks pay for each of them in every round trip,
-whatever the work. Instead:
+A sweep is a dozen round trips (the label step, the reads, and each launched
+proposal's scans), so what a round trip costs decides how a chain scales.
+Dask's scheduler spends milliseconds on each task (about 5 ms on a 2-core
+machine), so a task per chunk would make an array of many chunks pay for each
+of them in every round trip, whatever the work. Instead:
 
 * the chain's operations on the bound chunks, the reading of rows included,
   call one actor per worker (``ChunkHolder``, Dask's actors), which holds that

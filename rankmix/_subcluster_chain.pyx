@@ -104,13 +104,19 @@ rows, not of the threads or of where the rows are, and the chain touches its
 rows only through four operations: the label step (with the moments of the new
 clusters, block by block), the moments of given rows, a launch scan over given
 rows (with the moments the launch needs next), and the reading of given rows
-(the singleton moves', the proposals' anchors and the sequential start's: a
-sweep reads each move's rows in one go, ``_read_anchors`` and
-``_singleton_phase``). ``remote``, when given, does
-them where the rows are (``_distributed.DaskRows``: blocks of rows on Dask
-workers); the chain's global steps (parameters, split, merge and singleton
-decisions, alpha) run where the chain is, and the draws are the same to the last
-bit as with the rows in process (``tests/test_distributed.py``).
+(the singleton moves', the proposals' anchors and the sequential start's).
+``remote``, when given, does them where the rows are (``_distributed.DaskRows``:
+blocks of rows on Dask workers); the chain's global steps (parameters, split,
+merge and singleton decisions, alpha) run where the chain is, and the draws are
+the same to the last bit as with the rows in process
+(``tests/test_distributed.py``).
+
+With the rows elsewhere, each of those operations is a round trip, so a sweep
+reads ahead what it can tell in advance, in one go: the rows its proposals
+launch from, and the sample of rows each launch's first scan weighs, which
+then runs where the chain is (``_read_ahead``), then the singleton moves' rows
+(``_singleton_phase``). A launch then makes one round trip a scan after its
+first (``n_launch - 1``: one by default).
 """
 
 import copy
@@ -149,6 +155,15 @@ from ._slots cimport grow_array
 # draws depend on it (through the order of sums), so it is fixed, not tuned per
 # machine. A Python global, so that tests can lower it on small data.
 ROW_BLOCK = 65536
+
+# Rows held elsewhere: at most this many values (rows x features) of the first
+# scans' samples are read ahead a sweep (``SubclusterChain._read_ahead``);
+# launches past it run their first scan where the rows are. About 8 MB, a few
+# milliseconds on a network, against a round trip of tens of milliseconds saved
+# a launch (samples of rows of thousands of counts exceed it, and keep their
+# round trip); 0 reads none ahead. A Python global, read when a chain is made,
+# so that tests can change it.
+LAUNCH_PREFETCH_VALUES = 1 << 20
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
 # costs more than the work), and the fewest rows a thread of the label step
@@ -282,11 +297,16 @@ cdef void scan_rows(
         const uint64_t* key, uint64_t sweep, uint64_t purpose,
         const double* theta_a, const double* theta_b, double log_n_a, double log_n_b,
         double rate, bint evaluate, bint sampled_only, const char* sides,
-        char* proposed, double* log_q, double* scratch, intp_t n_threads) noexcept nogil:
+        char* proposed, double* log_q, double* scratch, intp_t n_threads,
+        const intp_t* points=NULL) noexcept nogil:
     """One restricted scan of a launch over ``rows[:m]``: each row's allocation
     ``proposed[k]`` (its side and whether it is sampled; not when ``evaluate``)
     and ``log_q[k]``, the log-probability of its side (``sides[k]`` when
     evaluating the current clusters).
+
+    Row ``rows[k]`` (global: it keys the draws) is the family's point
+    ``rows[k] - offset``, or ``points[k]`` where ``points`` is given (a family
+    bound to some rows read from elsewhere, ``SubclusterChain._first_scan_here``).
 
     With ``sampled_only`` (a scan before the last, whose allocation serves only
     to draw the next scan's parameters from its sampled rows) the rows outside
@@ -320,7 +340,7 @@ cdef void scan_rows(
                 proposed[k] = 0
                 log_q[k] = 0.0
             else:
-                weighed[n_weighed] = rows[k]
+                weighed[n_weighed] = rows[k] if points == NULL else points[k] + offset
                 position[n_weighed] = q
                 n_weighed = n_weighed + 1
         if n_weighed > 0:
@@ -345,15 +365,23 @@ cdef void scan_rows(
                 log_q[k] = log_b
 
 
+cdef inline intp_t block_of(const intp_t* rows, intp_t point, intp_t row_block) noexcept nogil:
+    """The block of a family's point: of its row ``rows[point]`` (global), or of
+    the point itself where ``rows`` is NULL (a family of consecutive rows)."""
+    return (point if rows == NULL else rows[point]) // row_block
+
+
 cdef void fold_runs(
         const ConjugateFamily* f, const intp_t* points, intp_t n, intp_t row_block,
-        double* acc, double* part) noexcept nogil:
+        double* acc, double* part, const intp_t* rows=NULL) noexcept nogil:
     """Merge into ``acc`` the moments of each run of ``points[:n]`` (sorted) that
-    lies within one block of ``row_block`` rows, in block order."""
+    lies within one block of ``row_block`` rows, in block order (``block_of``:
+    a point's block is that of its global row ``rows[point]`` where given)."""
     cdef intp_t start = 0, stop
     while start < n:
         stop = start + 1
-        while stop < n and points[stop] // row_block == points[start] // row_block:
+        while stop < n and (block_of(rows, points[stop], row_block)
+                            == block_of(rows, points[start], row_block)):
             stop += 1
         f.moments(f.segments.context, points + start, stop - start, part)
         f.moments_merge(f.segments.context, acc, part)
@@ -362,10 +390,11 @@ cdef void fold_runs(
 
 cdef int blocked_state(
         const ConjugateFamily* f, double* state, const intp_t* points, intp_t n,
-        intp_t row_block, double* acc, double* part) noexcept nogil:
-    """``state`` <- the state of ``points[:n]`` (sorted) from block moments."""
+        intp_t row_block, double* acc, double* part, const intp_t* rows=NULL) noexcept nogil:
+    """``state`` <- the state of ``points[:n]`` (sorted) from block moments
+    (``rows``: as in ``fold_runs``)."""
     acc[0] = 0.0
-    fold_runs(f, points, n, row_block, acc, part)
+    fold_runs(f, points, n, row_block, acc, part, rows)
     return f.moments_state(f.segments.context, acc, state)
 
 
@@ -454,6 +483,8 @@ cdef class SubclusterChain(CollapsedChain):
     cdef object remote               # None, or the holder of the rows
     cdef object row_family           # remote: the family bound to the row a move reads
     cdef dict row_cache              # remote: rows read this sweep, by index
+    cdef dict launch_samples         # remote: the first scans' samples read, by proposal
+    cdef intp_t prefetch_values      # remote: LAUNCH_PREFETCH_VALUES when made
     cdef object scan_moments         # remote: the moments the last scan sent back
     cdef intp_t* singleton_rows      # (10 n_split_merge,) the singleton proposals
     cdef ConjugateFamily row_table
@@ -551,6 +582,8 @@ cdef class SubclusterChain(CollapsedChain):
         self.singleton_rows = <intp_t*> grow_array(
             NULL, SINGLETON_MOVES * n_split_merge * sizeof(intp_t))
         self.row_cache = {}
+        self.launch_samples = {}
+        self.prefetch_values = LAUNCH_PREFETCH_VALUES
         super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
                          bit_generator, None, 1e-32, 0, sequential_init,
                          None if remote is None else remote.prior_predictive())
@@ -704,8 +737,12 @@ cdef class SubclusterChain(CollapsedChain):
         return 0
 
     cdef int _fetch_rows(self, rows) except -1:
-        """Read the rows (those >= 0) held elsewhere into ``row_cache``, at once."""
-        wanted = np.unique(rows[rows >= 0])
+        """Read the rows (those >= 0) held elsewhere into ``row_cache``, at once
+        (those not read already; none, no round trip)."""
+        wanted = np.array([row for row in np.unique(rows[rows >= 0])
+                           if int(row) not in self.row_cache], dtype=np.intp)
+        if len(wanted) == 0:
+            return 0
         for row, x in zip(wanted, self.remote.rows(wanted)):
             self.row_cache[int(row)] = np.ascontiguousarray(x, dtype=np.float64)
         return 0
@@ -856,10 +893,13 @@ cdef class SubclusterChain(CollapsedChain):
         self._label_step(sweep)
         if self.remote is not None:
             with gil:
-                self._read_anchors()
+                self._read_ahead(sweep, 0)
         for t in range(self.n_proposals):
             if self._propose(sweep, t):
                 self._group_members()  # an accepted move changed the labels
+                if self.remote is not None:
+                    with gil:   # and with them the later proposals' picks
+                        self._read_ahead(sweep, t + 1)
         # a fixed number: a number that depends on the state (K, say) would make
         # the sweep a state-dependent power of an invariant kernel, which is not
         # invariant itself
@@ -932,30 +972,84 @@ cdef class SubclusterChain(CollapsedChain):
         j[0] = self._member(c_b[0], uniform_index(rng, self._size(c_b[0])))
         return 0
 
-    cdef int _read_anchors(self) except -1:
-        """Rows held elsewhere: read at once the anchors the sweep's proposals will
-        launch from (``row_cache``), where they can be told in advance.
+    cdef inline double _launch_rate(self, intp_t m) noexcept nogil:
+        """The probability that a row of a launch's m rows is in a scan's sample."""
+        return min(1.0, self.launch_sample_rows / (m + 1.0))
+
+    cdef inline uint64_t _launch_purpose(self, intp_t t, intp_t s) noexcept nogil:
+        """The purpose keying the row draws of scan s (from 1) of proposal t's launch."""
+        return PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1) + <uint64_t> s
+
+    cdef object _first_sample(self, uint64_t sweep, intp_t t, intp_t m):
+        """The launch rows (``launch_rows[:m]``, proposal t's) that its first scan
+        weighs: those whose own draw (``row_draws``, as ``scan_rows`` draws it)
+        falls below the launch's rate."""
+        cdef intp_t k, n = 0
+        cdef double rate = self._launch_rate(m)
+        cdef uint64_t purpose = self._launch_purpose(t, 1)
+        cdef double draws[4]
+        cdef intp_t[::1] out = np.empty(max(m, 1), dtype=np.intp)
+        for k in range(m):
+            row_draws(self.key, self.launch_rows[k], sweep, purpose, draws)
+            if draws[1] < rate:
+                out[n] = self.launch_rows[k]
+                n += 1
+        return np.asarray(out)[:n].copy()
+
+    cdef int _read_ahead(self, uint64_t sweep, intp_t first) except -1:
+        """Rows held elsewhere: read at once the rows the sweep's launches from
+        proposal ``first`` on will start from, where they can be told in
+        advance (``row_cache``): their anchors, and the sample each one's first
+        scan weighs (``launch_samples``), whose scan then runs here
+        (``_first_scan_here``).
 
         Each proposal's picks are drawn as ``_propose`` draws them, with its
         acceptance uniform (a merge's first draw after its picks, a split's after
         its launch, which draws nothing from the chain's stream), from a copy of
         the chain's stream in the current state: the guesses are right up to the
-        first accepted move. A launch whose anchors were not read asks for their
-        moments instead (``_pair_states``), and the chain's own stream is left as
-        it was: the draws do not depend on the guesses.
+        first accepted move, after which the sweep guesses the proposals left
+        again (and reads what it has not read: one read a sweep, and one more
+        after each accepted move). A merge whose uniform ends it before its
+        launch (``_merge_log_ratio``, from the same states) needs no sample.
+        With ``n_launch`` >= 2 a first scan weighs only its sample, and which
+        rows are in it is known here: each row's own draw decides
+        (``_first_sample``). Samples are read while they stay within
+        ``LAUNCH_PREFETCH_VALUES`` values in all (rows x features). A launch whose rows were not
+        read asks the rows' holder (``_pair_states``, ``_scan``), and the
+        chain's own stream is left as it was: the draws do not depend on the
+        guesses.
         """
-        cdef intp_t t, c_a, c_b, i, j
+        cdef intp_t t, m, c_a, c_b, i, j, n_values = 0
+        cdef intp_t width = max(1, self.remote.n_features)
+        cdef int kind
+        cdef double log_u
         cdef bitgen_t* rng
         shadow = copy.deepcopy(self.bit_generator)   # no fresh seed to draw
         rng = bitgen_pointer(shadow)
-        anchors = []
-        for t in range(self.n_proposals):
-            if self._pick(rng, &c_a, &c_b, &i, &j) >= 0:
-                anchors += [i, j]
-                uniform(rng)
-        self.row_cache = {}
-        if anchors:
-            self._fetch_rows(np.array(anchors, dtype=np.intp))
+        wanted, samples = [], {}
+        for t in range(first, self.n_proposals):
+            kind = self._pick(rng, &c_a, &c_b, &i, &j)
+            if kind < 0:
+                continue
+            wanted.append(np.array([i, j], dtype=np.intp))
+            log_u = log(uniform(rng))
+            if (self.n_launch < 2 or self.prefetch_values <= 0
+                    or kind == 0 and self._merged_state(c_a, c_b) >= 0
+                                     and log_u >= self._merge_log_ratio(c_a, c_b)):
+                continue
+            m = self._launch_set(c_a, c_b, i, j)
+            sample = self._first_sample(sweep, t, m)
+            if n_values + len(sample) * width > self.prefetch_values:
+                continue
+            n_values += len(sample) * width
+            samples[t] = (i, j, m, sample)
+            wanted.append(sample)
+        if first == 0:
+            self.row_cache = {}
+        self.launch_samples = {}
+        if wanted:
+            self._fetch_rows(np.concatenate(wanted))
+        self.launch_samples = samples
         return 0
 
     cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
@@ -1006,26 +1100,13 @@ cdef class SubclusterChain(CollapsedChain):
         >= log R the merge is rejected whatever q, and its launch (two scans of S
         by default) is not run. Most merges the chain proposes join clusters
         that the data keep apart, and end there."""
-        cdef intp_t K = self.slots.n_active, k, n
-        cdef intp_t n_a = self._size(c_a), n_b = self._size(c_b)
+        cdef intp_t k, n
         cdef double log_u = log(uniform(self.rng)), log_ratio
-        cdef bint a_first = n_a >= n_b
         self.n_merge += 1
-        # the merged state: from the two states' moments where the family reads
-        # them off a state (O(d^3) for a full covariance, and no round trip to
-        # rows held elsewhere, where most merges end before their launch), else
-        # from S's rows in block order as every state. Either way the same
-        # wherever the rows are.
-        if family_merged_state(&self.f, self._state(c_a if a_first else c_b),
-                               self._state(c_b if a_first else c_a),
-                               self.merge_moments, self.state_m) < 0:
+        if self._merged_state(c_a, c_b) < 0:
             n = self._side_rows(i, j, m, NULL, 0, 0)
             self._state_of(self.state_m, self.side_members, n)
-        # pick the split back (K - 1 clusters) / pick this merge (K clusters,
-        # the partner uniform among the K - 1 others)
-        log_ratio = (family_log_marginal(&self.f, self.state_m)
-                     - self._pair_log_ratio(self._state(c_a), self._state(c_b))
-                     + log(<double> (K - 1)) - split_select_log_ratio(K - 1, n_a, n_b))
+        log_ratio = self._merge_log_ratio(c_a, c_b)
         if log_u >= log_ratio:
             self._merges_rejected_early += 1
             if self._launch_every_merge:
@@ -1040,6 +1121,30 @@ cdef class SubclusterChain(CollapsedChain):
             self.labels[self.launch_rows[k]] = c_a
         self._close_slot(c_b)
         return True
+
+    cdef int _merged_state(self, intp_t c_a, intp_t c_b) noexcept nogil:
+        """``state_m`` <- the merged state of clusters c_a and c_b from their
+        states' moments, where the family reads them off a state (O(d^3) for a
+        full covariance, and no round trip to rows held elsewhere, where most
+        merges end before their launch); -1 where it does not, or the state is
+        not numerically valid: then it comes from S's rows in block order, as
+        every state (``_launch_merge``). Either way the same wherever the rows are.
+        """
+        cdef bint a_first = self._size(c_a) >= self._size(c_b)
+        return family_merged_state(&self.f, self._state(c_a if a_first else c_b),
+                                   self._state(c_b if a_first else c_a),
+                                   self.merge_moments, self.state_m)
+
+    cdef double _merge_log_ratio(self, intp_t c_a, intp_t c_b) noexcept nogil:
+        """log R of the merge of c_a and c_b (``_launch_merge``), their merged
+        state in ``state_m``: the posteriors' ratio, and the picks' of the split
+        back (K - 1 clusters) over this merge's (K clusters, the partner uniform
+        among the K - 1 others)."""
+        cdef intp_t K = self.slots.n_active
+        return (family_log_marginal(&self.f, self.state_m)
+                - self._pair_log_ratio(self._state(c_a), self._state(c_b))
+                + log(<double> (K - 1))
+                - split_select_log_ratio(K - 1, self._size(c_a), self._size(c_b)))
 
     cdef double _absorb_weights(self, const ConjugateFamily* table, intp_t point,
                                 intp_t skip, const double* replaced,
@@ -1073,8 +1178,7 @@ cdef class SubclusterChain(CollapsedChain):
             self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
                                       else uniform_index(self.rng, self.N))
         if self.remote is not None:
-            with gil:
-                self.row_cache = {}
+            with gil:   # (the rows the proposals read stay: rows do not change)
                 wanted = list(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
                 for a in range(self.slots.n_active):
                     c = self.slots.active[a]
@@ -1187,7 +1291,7 @@ cdef class SubclusterChain(CollapsedChain):
         with gil:
             if self.scan_moments is None:
                 if i in self.row_cache and j in self.row_cache:
-                    self._anchor_states(i, j)
+                    self._sides_here(0, 0, i, j, 0.0, np.empty(0, dtype=np.intp))
                     return 0
                 self.scan_moments = self.remote.row_partials(
                     np.array(sorted((i, j)), dtype=np.intp),
@@ -1196,21 +1300,65 @@ cdef class SubclusterChain(CollapsedChain):
             self._states_from_scan(self.state_a, self.state_b)
         return 0
 
-    cdef int _anchor_states(self, intp_t i, intp_t j) except -1:
-        """``state_a`` <- the state of row i alone, ``state_b`` of row j, from their
-        rows read here: the moments of one row, as its worker computes them (the
-        same family code on the same values), so the states are those the
-        workers' moments would give."""
-        cdef Family pair = self.family.rebound(
-            np.vstack([self.row_cache[i], self.row_cache[j]]))
-        cdef intp_t point[2]
-        point[0] = 0
-        point[1] = 1
-        if (blocked_state(&pair.c, self.state_a, &point[0], 1, self.row_block,
-                          self.moments_scratch, self.moments_scratch + self.M) < 0
-                or blocked_state(&pair.c, self.state_b, &point[1], 1, self.row_block,
-                                 self.moments_scratch,
-                                 self.moments_scratch + self.M) < 0):
+    cdef bint _first_scan_here(self, uint64_t sweep, intp_t t, intp_t i, intp_t j,
+                               intp_t m) except -1 nogil:
+        """Rows held elsewhere: run proposal t's first launch scan here, on the
+        sample read ahead for it (``_read_ahead``), if that sample is still
+        the launch's (S unchanged: no move accepted since); True if it ran, the
+        states of its sides then in ``state_a`` and ``state_b``."""
+        if self.remote is None:
+            return False
+        with gil:
+            read = self.launch_samples.get(t)
+            if read is None or read[:3] != (i, j, m):
+                return False
+            self._sides_here(sweep, self._launch_purpose(t, 1), i, j,
+                             self._launch_rate(m), read[3])
+        return True
+
+    cdef int _sides_here(self, uint64_t sweep, uint64_t purpose, intp_t i, intp_t j,
+                         double rate, sample) except -1:
+        """``state_a``, ``state_b`` <- the states of a launch's two sides after its
+        first scan (sampled rows only, ``scan_rows``), run here on the rows of
+        ``sample`` (global, increasing: the rows that scan weighs) and i and j,
+        read here (``row_cache``); with an empty sample, the states of i and of
+        j alone, the first scan's start.
+
+        The rows are bound to a family of their own, and each side's moments are
+        folded by runs in the blocks of their global rows (``blocked_state``):
+        the same family code on the same values, in the same runs and order, as
+        the rows' holder (``rows_scan``, ``rows_moments``) and the chain with
+        its rows in process, so the states are theirs to the bit.
+        """
+        cdef intp_t n = len(sample)
+        rows = np.union1d(sample, np.array([i, j], dtype=np.intp)).astype(np.intp)
+        cdef Family here = self.family.rebound(np.vstack([self.row_cache[r] for r in rows]))
+        cdef const intp_t[::1] global_rows = rows
+        cdef const intp_t[::1] sampled = np.ascontiguousarray(sample, dtype=np.intp)
+        cdef const intp_t[::1] points = np.searchsorted(rows, sample).astype(np.intp)
+        cdef signed char[::1] proposed = np.zeros(max(n, 1), dtype=np.int8)
+        cdef double[::1] log_q = np.empty(max(n, 1))
+        cdef double[::1] scratch = np.empty(scan_stride(family_rows_work_width(&here.c)))
+        cdef const intp_t[::1] side_a
+        cdef const intp_t[::1] side_b
+        if n:
+            scan_rows(&here.c, &sampled[0], n, 0, self.key, sweep, purpose,
+                      self.side_params, self.side_params + self.P,
+                      log(self.state_a[STATE_COUNT]), log(self.state_b[STATE_COUNT]),
+                      rate, False, True, <const char*> &proposed[0],
+                      <char*> &proposed[0], &log_q[0], &scratch[0], 1, &points[0])
+        bits = np.asarray(proposed)[:n]
+        if np.any((bits & SAMPLED) == 0):
+            raise RuntimeError("a launch's first scan weighed rows outside its sample")
+        on_a = (bits & SIDE) != 0
+        side_a = np.sort(np.r_[rows.searchsorted(i), np.asarray(points)[on_a]]).astype(np.intp)
+        side_b = np.sort(np.r_[rows.searchsorted(j), np.asarray(points)[~on_a]]).astype(np.intp)
+        if (blocked_state(&here.c, self.state_a, &side_a[0], side_a.shape[0],
+                          self.row_block, self.moments_scratch,
+                          self.moments_scratch + self.M, &global_rows[0]) < 0
+                or blocked_state(&here.c, self.state_b, &side_b[0], side_b.shape[0],
+                                 self.row_block, self.moments_scratch,
+                                 self.moments_scratch + self.M, &global_rows[0]) < 0):
             with nogil:
                 self._fail()
         return 0
@@ -1294,9 +1442,8 @@ cdef class SubclusterChain(CollapsedChain):
         """
         cdef intp_t k, s, P = self.P
         cdef double log_q = 0.0
-        cdef double rate = min(1.0, self.launch_sample_rows / (m + 1.0))
+        cdef double rate = self._launch_rate(m)
         cdef void* context = self.f.segments.context
-        cdef uint64_t purpose = PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1)
         cdef bint last, evaluate
         cdef bitgen_t* stream = counter_stream_start(
             &self.launch_stream, self.key, <uint64_t> t, sweep, PURPOSE_LAUNCH_PARAMETERS)
@@ -1311,9 +1458,13 @@ cdef class SubclusterChain(CollapsedChain):
                                           self.side_params + P) < 0):
                 self._fail()
             last = s == self.n_launch
+            # rows held elsewhere: a first scan before the last weighs only its
+            # sample, which may have been read ahead (``_read_ahead``)
+            if s == 1 and not last and self._first_scan_here(sweep, t, i, j, m):
+                continue
             # the last scan of a merge evaluates the current sides instead of drawing
             evaluate = last and not split
-            self._scan(sweep, purpose + s, m, i, j, rate, evaluate,
+            self._scan(sweep, self._launch_purpose(t, s), m, i, j, rate, evaluate,
                        MOMENTS_SAMPLED if not last else
                        (MOMENTS_NONE if evaluate else MOMENTS_SIDES))
             if not last:

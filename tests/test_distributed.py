@@ -229,42 +229,115 @@ def test_worker_lanes_deal_each_workers_chunks_among_its_threads():
     assert worker_lanes([], {"a": 2}) == []
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(kind):
-    # the anchors of a sweep's proposals are read in one go (their picks drawn
-    # in advance, right until a move is accepted), and a merge's merged state
-    # comes from the two clusters' states (their moments read off them). So in
-    # a sweep that accepts no move, no proposal asks for rows' moments.
+def _count_calls(rows, name, record):
+    """Record ``record(*args)`` of each call of ``rows.<name>`` from here on."""
+    calls, method = [], getattr(rows, name)
+
+    def counting(*args):
+        calls.append(record(*args))
+        return method(*args)
+
+    setattr(rows, name, counting)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "kind, sample_rows, n_launch, budget",
+    [
+        (kind, 1024.0, 2, None) for kind in KINDS
+    ] + [
+        # samples of a few rows of S, across its blocks; three scans a launch
+        ("full", 40.0, 2, None),
+        ("spherical", 40.0, 3, None),
+        # no room for samples: every launch scans where the rows are
+        ("diag", 40.0, 2, 0),
+    ],
+)
+def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
+    kind, sample_rows, n_launch, budget, monkeypatch
+):
+    # the rows the sweep's launches start from are read in one go: their
+    # anchors and the sample each one's first scan weighs (their picks drawn in
+    # advance, right until a move is accepted, then again), and that first scan
+    # runs here; a merge's merged state comes from the two clusters' states
+    # (their moments read off them). So no proposal asks for rows' moments, and
+    # a launch scans where the rows are n_launch - 1 times.
     X = two_blobs(600, 2)
     X[:200] -= 6.0
+    if budget is not None:
+        monkeypatch.setattr(chain_module, "LAUNCH_PREFETCH_VALUES", budget)
     local, chain, rows = chain_pair(
-        kind, X, 64, 64, SerialClient(), n_split_merge=5, alpha_prior=None
+        kind, X, 64, 64, SerialClient(), n_split_merge=5, alpha_prior=None,
+        launch_sample_rows=sample_rows, n_launch=n_launch,
     )
+    remote_first = budget == 0   # no room for samples
     # counted from here on, sweep by sweep
-    trips, row_partials = [], rows.row_partials
-    rows.row_partials = lambda *args: trips.append(args) or row_partials(*args)
-    reads, read = [], rows.rows
-    rows.rows = lambda indices: reads.append(len(indices)) or read(indices)
-    quiet = merges = 0
+    trips = _count_calls(rows, "row_partials", lambda *args: args)
+    reads = _count_calls(rows, "rows", len)
+    scans = _count_calls(rows, "scan", lambda *args: args[3])   # the purpose
+    quiet = merges = launched = 0
     for _ in range(30):
-        before = (len(trips), chain.split_merge_counts, len(reads))
+        counts = chain.split_merge_counts
+        before = (len(reads), len(scans), chain._merges_rejected_early)
         chain.sweep()
         after = chain.split_merge_counts
-        if any(after[k] != before[1][k] for k in ("split_accepted", "merge_accepted")):
-            continue
-        quiet += 1
-        merges += after["merge_proposed"] - before[1]["merge_proposed"]
-        assert len(trips) == before[0]
-        # two reads: the proposals' anchors (two a proposal at most), then the
-        # singleton moves' rows (one a move at most, and those of the clusters
-        # of one or two rows, which an absorb may pick)
-        anchors, singletons = reads[before[2] :]
-        assert 0 < anchors <= 2 * 5
-        assert 0 < singletons <= 10 * 5 + 2 * chain.n_clusters
-    assert quiet >= 10 and merges >= 10
+        moved = sum(
+            after[k] - counts[k] for k in ("split_accepted", "merge_accepted")
+        )
+        quiet += not moved
+        merges += after["merge_proposed"] - counts["merge_proposed"]
+        launches = (
+            after["split_proposed"] - counts["split_proposed"]
+            + after["merge_proposed"] - counts["merge_proposed"]
+            - (chain._merges_rejected_early - before[2])
+        )
+        launched += launches
+        assert trips == []
+        assert len(scans) - before[1] == launches * (n_launch - (not remote_first))
+        if not remote_first:
+            # no scan where the rows are is a launch's first
+            assert all((p - 1) % (n_launch + 1) != 1 for p in scans[before[1] :])
+        # the reads: the proposals' anchors (two a proposal at most) with the
+        # first scans' samples, again after each accepted move, then the
+        # singleton moves' rows not read already
+        ahead, *others = reads[before[0] :]
+        assert len(others) <= moved + 1
+        assert 0 < ahead <= 2 * 5 or not remote_first
+    assert quiet >= 10 and merges >= 10 and launched >= 10
     # the same draws as with the rows in process
     local.sweep(30)
     assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
+    assert local.log_joint == chain.log_joint
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n_launch", [2, 3])
+def test_first_scans_here_draw_what_scans_on_the_workers_draw(
+    kind, n_launch, monkeypatch
+):
+    # a first scan run on the client from its sample read ahead gives its sides'
+    # states to the bit: the next scan's parameters, drawn from them, are those
+    # of the same chain whose first scans run where the rows are. Samples of a
+    # few rows of S, in many blocks of rows.
+    X = two_blobs(600, 3)
+    X[:200] -= 6.0
+    options = {"n_split_merge": 5, "launch_sample_rows": 40.0, "n_launch": n_launch}
+    parameters = []
+    for budget in (chain_module.LAUNCH_PREFETCH_VALUES, 0):
+        monkeypatch.setattr(chain_module, "LAUNCH_PREFETCH_VALUES", budget)
+        _, chain, rows = chain_pair(kind, X, 64, 32, SerialClient(), **options)
+        # the sides' parameters of every scan after a launch's first
+        scans = _count_calls(rows, "scan", lambda *args: (args[3], args[4], args[5]))
+        chain.sweep(20)
+        parameters.append(
+            [(p, a, b) for p, a, b in scans if (p - 1) % (n_launch + 1) != 1]
+        )
+    here, there = parameters
+    assert len(here) == len(there) >= 20
+    for (purpose, a, b), (purpose_there, a_there, b_there) in zip(here, there):
+        assert purpose == purpose_there
+        assert_array_equal(a, a_there)
+        assert_array_equal(b, b_there)
 
 
 def _counting_submits(client, monkeypatch):
