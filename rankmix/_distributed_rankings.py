@@ -23,18 +23,24 @@ the operations below, each run by the workers over their own rows
   ranking back);
 * each ranking's log-likelihood in its cluster, once per call of ``sweep`` (the
   labels and the clusters' parameters out, a double a ranking back);
-* the rankings a singleton move or a proposal's anchors read (a few a sweep).
+* the rankings a singleton move or a proposal's anchors read (a few a sweep),
+  and those of a proposal's two clusters (their indices out, t_max integers a
+  ranking back).
 
 The global steps (parameters, weights, the Metropolis-Hastings decisions, alpha)
 run where the chain is. Every result depends on the rows and the parameters
 only, so the chain draws the same as with its rankings in process, whatever the
 chunks, the workers or the threads (``tests/test_distributed_rankings.py``),
 provided the client and the workers run the same build of rankmix. A sweep
-costs about 4 + 7 x ``n_split_merge`` round trips: the label step, the
-clusters' statistics, the rankings its moves read (drawn first, fetched at
-once) and the log-likelihoods; per proposal the launch's code totals, per
-launch scan the two sides' statistics and the densities, then the final
-scan's densities and sides' statistics. On one machine, threads are faster
+costs about 4 + ``n_split_merge`` round trips: the label step, the clusters'
+statistics, the rankings its moves read (drawn first, fetched at once) and the
+log-likelihoods; per proposal, one read of the rankings of its two clusters,
+on which the proposal's launch and decision then run in the client, as in
+process. A proposal whose two clusters hold more than
+``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` ranks (2^20: 100,000 top-10
+rankings) asks the workers instead: the launch's code totals, per launch scan
+the two sides' statistics and the densities, then the final scan's densities
+and sides' statistics (7 round trips). On one machine, threads are faster
 than a cluster of processes.
 """
 

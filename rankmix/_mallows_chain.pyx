@@ -374,7 +374,11 @@ cdef class MallowsChain:
     cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
     cdef intp_t* cache_rows    # (cache_capacity, T)
     cdef intp_t* cache_list    # (cache_capacity,)
+    cdef intp_t* cache_lengths  # (cache_capacity,) their lengths
     cdef intp_t n_cached, cache_capacity
+    cdef bint rows_here        # a split-merge proposal's rankings are all cached
+    cdef intp_t* local_points  # (N + 2,) a set's rankings as cache slots (rows_here)
+    cdef intp_t launch_values  # LAUNCH_PREFETCH_VALUES when the chain was made
     cdef intp_t* move_rows     # a sub-cluster sweep's proposals' pairs (i, j),
                                # then its singleton moves' rows (-1: absorb)
     cdef intp_t n_move_rows
@@ -447,6 +451,8 @@ cdef class MallowsChain:
             self.cache_slot = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
             for i in range(self.N):
                 self.cache_slot[i] = -1
+            self.local_points = <intp_t*> grow_array(NULL, (self.N + 2) * sizeof(intp_t))
+            self.launch_values = _subcluster_chain.LAUNCH_PREFETCH_VALUES
         # log (n - t)! / n!: the new-cluster term of eq. (11) less log alpha, by
         # length t (alpha changes when it is sampled)
         self.log_new = np.array(
@@ -528,6 +534,7 @@ cdef class MallowsChain:
         free(self.anchor_row); free(self.thread_scratch); free(self.label_position)
         free(self.label_theta); free(self.label_norm)
         free(self.cache_slot); free(self.cache_rows); free(self.cache_list)
+        free(self.cache_lengths); free(self.local_points)
         free(self.move_rows)
 
     # -- slots ---------------------------------------------------------------
@@ -703,11 +710,14 @@ cdef class MallowsChain:
                 self.cache_rows = <intp_t*> grow_array(
                     self.cache_rows, s * max(T, 1) * sizeof(intp_t))
                 self.cache_list = <intp_t*> grow_array(self.cache_list, s * sizeof(intp_t))
+                self.cache_lengths = <intp_t*> grow_array(
+                    self.cache_lengths, s * sizeof(intp_t))
                 self.cache_capacity = s
             for s in range(n_new):
                 k = wanted[s]
                 self.cache_list[self.n_cached] = k
                 self.cache_slot[k] = self.n_cached
+                self.cache_lengths[self.n_cached] = self.lengths[k]
                 memcpy(self.cache_rows + self.n_cached * T, &fetched[s, 0],
                        T * sizeof(intp_t))
                 self.n_cached += 1
@@ -719,6 +729,29 @@ cdef class MallowsChain:
         for s in range(self.n_cached):
             self.cache_slot[self.cache_list[s]] = -1
         self.n_cached = 0
+
+    cdef inline bint _reads_here(self) noexcept nogil:
+        """Whether the kernels over rankings run here: on X, or on the cached rows
+        of a proposal whose rankings were all read (``rows_here``)."""
+        return self.remote is None or self.rows_here
+
+    cdef inline const intp_t* _rankings(self) noexcept nogil:
+        """The rankings the kernels read here: X, or the cached rows."""
+        return &self.X[0, 0] if self.remote is None else self.cache_rows
+
+    cdef inline const intp_t* _lengths_here(self) noexcept nogil:
+        """Their lengths, in the same order."""
+        return &self.lengths[0] if self.remote is None else self.cache_lengths
+
+    cdef const intp_t* _points_here(self, const intp_t* points, intp_t m) noexcept nogil:
+        """``points[:m]`` as rows of ``_rankings()``: themselves, or their cache
+        slots (in ``local_points``, which the next call overwrites)."""
+        cdef intp_t r
+        if self.remote is None:
+            return points
+        for r in range(m):
+            self.local_points[r] = self.cache_slot[points[r]]
+        return self.local_points
 
     cdef inline void _codes(self, intp_t i, intp_t c, intp_t* out) noexcept nogil:
         codes_one(self._row(i), self.lengths[i], self.position + c * self.n, out)
@@ -1368,8 +1401,9 @@ cdef class MallowsChain:
         cdef ClusterWork* w = &self.work
         cdef double* counts = self.sm_counts + k * self.T
         cdef Statistics given
-        if self.remote is None:
-            statistics_build(&w.st, &self.X[0, 0], self.T, points, m, self.n, w.local)
+        if self._reads_here():
+            statistics_build(&w.st, self._rankings(), self.T, self._points_here(points, m),
+                             m, self.n, w.local)
         else:
             with gil:
                 members = np.array(<intp_t[:m]> <intp_t*> points)
@@ -1407,7 +1441,7 @@ cdef class MallowsChain:
         S u {i, j} too, merged from them (a launch's sides partition the union
         the merge proposals read)."""
         cdef intp_t N = self.N
-        if self.remote is None:
+        if self._reads_here():
             return 0
         with gil:
             points = (np.array(<intp_t[:m]> self.sm_points) if m
@@ -1512,7 +1546,7 @@ cdef class MallowsChain:
         cdef double* norm_b = self.sm_norm + SM_LAUNCH_B * (T + 1)
         if m == 0:
             return 0
-        if self.remote is not None:
+        if not self._reads_here():
             with gil:
                 gm_a, gm_b = self.remote.densities(
                     np.array(<intp_t[:m]> self.sm_points),
@@ -1529,7 +1563,8 @@ cdef class MallowsChain:
             self.sm_codes = <intp_t*> grow_array(
                 self.sm_codes, n_threads * max(T, 1) * sizeof(intp_t))
             self.sm_codes_threads = n_threads
-        density_rows(&self.X[0, 0], &self.lengths[0], T, 0, self.sm_points, m,
+        density_rows(self._rankings(), self._lengths_here(), T, 0,
+                     self._points_here(self.sm_points, m), m,
                      pos_a, th_a, norm_a, pos_b, th_b, norm_b, self.sm_gm,
                      self.sm_gm + N, self.sm_codes, n_threads)
         return 0
@@ -1562,9 +1597,10 @@ cdef class MallowsChain:
         cdef double* d_b = self.sm_gm + self.N
         self._anchor_positions(i, SM_LAUNCH_A)
         self._anchor_positions(j, SM_LAUNCH_B)
-        if self.remote is None:
-            code_total_rows(&self.X[0, 0], &self.lengths[0], self.T, 0, self.sm_points,
-                            m, self.sm_pos + SM_LAUNCH_A * n,
+        if self._reads_here():
+            code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
+                            self._points_here(self.sm_points, m), m,
+                            self.sm_pos + SM_LAUNCH_A * n,
                             self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code)
         elif m:
             with gil:
@@ -1808,6 +1844,12 @@ cdef class MallowsChain:
         if self.remote is not None:
             with gil:
                 self.known_statistics.clear()
+            # the proposal's rankings read in one go where they are few enough
+            # (i and j are, with the sweep's move rows): its launch and decision
+            # then run here, on them, with no other round trip
+            self.rows_here = 0 < self.launch_values and m * self.T <= self.launch_values
+            if self.rows_here:
+                self._fetch_rows(self.sm_points, m)
         ci = self.labels[i]
         cj = self.labels[j]
         kept = uniform(self.rng) < 0.5
@@ -1932,8 +1974,19 @@ cdef class MallowsChain:
 
     cdef int _singleton_phase(self) except -1 nogil:
         """SINGLETON_MOVES x ``n_split_merge`` singleton proposals, of the types
-        and rankings ``_draw_move_rows`` drew."""
-        cdef intp_t t, first = 2 * self.n_split_merge
+        and rankings ``_draw_move_rows`` drew.
+
+        Rankings held elsewhere: those of the clusters of one or two rankings
+        are read first, in one go (an absorb may pick a singleton, and a
+        split-off leaves one where it takes a ranking of two); a singleton made
+        otherwise is read when picked."""
+        cdef intp_t t, r, n_small = 0, first = 2 * self.n_split_merge
+        if self.cache_slot != NULL:
+            for r in range(self.N):   # (local_points as scratch)
+                if self.size[self.labels[r]] <= 2:
+                    self.local_points[n_small] = r
+                    n_small += 1
+            self._fetch_rows(self.local_points, n_small)
         for t in range(SINGLETON_MOVES * self.n_split_merge):
             self._singleton_move(self.move_rows[first + t])
         return 0
@@ -2034,6 +2087,7 @@ cdef class MallowsChain:
                     self._draw_move_rows()
                 for t in range(self.n_split_merge):
                     self._split_merge(t)
+                self.rows_here = False   # the cache holds no other sets' rankings
                 if self.subcluster:
                     self._singleton_phase()
                 if self.sample_alpha:

@@ -156,13 +156,15 @@ from ._slots cimport grow_array
 # machine. A Python global, so that tests can lower it on small data.
 ROW_BLOCK = 65536
 
-# Rows held elsewhere: at most this many values (rows x features) of the first
-# scans' samples are read ahead a sweep (``SubclusterChain._read_ahead``);
-# launches past it run their first scan where the rows are. About 8 MB, a few
-# milliseconds on a network, against a round trip of tens of milliseconds saved
-# a launch (samples of rows of thousands of counts exceed it, and keep their
-# round trip); 0 reads none ahead. A Python global, read when a chain is made,
-# so that tests can change it.
+# Rows held elsewhere: at most this many values of the rows a launch reads ahead
+# are read to the client. Here, rows x features of the first scans' samples of a
+# sweep (``SubclusterChain._read_ahead``); launches past it run their first scan
+# where the rows are. For rankings (``_mallows_chain``), ranks of a proposal's
+# two clusters, whose launch and decision then run in the client. About 8 MB, a
+# few milliseconds on a network, against round trips of tens of milliseconds
+# saved (samples of rows of thousands of counts exceed it, and keep their round
+# trip); 0 reads none ahead. A Python global, read when a chain is made, so that
+# tests can change it.
 LAUNCH_PREFETCH_VALUES = 1 << 20
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
@@ -377,11 +379,11 @@ cdef void fold_runs(
     """Merge into ``acc`` the moments of each run of ``points[:n]`` (sorted) that
     lies within one block of ``row_block`` rows, in block order (``block_of``:
     a point's block is that of its global row ``rows[point]`` where given)."""
-    cdef intp_t start = 0, stop
+    cdef intp_t start = 0, stop, block
     while start < n:
         stop = start + 1
-        while stop < n and (block_of(rows, points[stop], row_block)
-                            == block_of(rows, points[start], row_block)):
+        block = block_of(rows, points[start], row_block)
+        while stop < n and block_of(rows, points[stop], row_block) == block:
             stop += 1
         f.moments(f.segments.context, points + start, stop - start, part)
         f.moments_merge(f.segments.context, acc, part)

@@ -23,6 +23,7 @@ from rankmix.datasets import make_mallows_mixture
 
 from .test_distributed import (
     SerialClient,
+    _count_calls,
     assert_no_actor_left,
     assert_same_sweeps,
     cycle_collector_off,
@@ -103,6 +104,38 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     assert sequential_init or counts["split_accepted"] > 0
     for k, x in enumerate(local.snapshot()[1:3]):
         assert_array_equal(x, remote.snapshot()[1 + k])
+
+
+@pytest.mark.parametrize("budget", [None, 800, 0])
+def test_proposals_read_their_rankings_and_run_here(budget, monkeypatch):
+    # a proposal reads the rankings of its two clusters in one go, where they
+    # hold at most LAUNCH_PREFETCH_VALUES ranks, and its launch and decision run
+    # here: no statistics, densities or code totals asked of the rankings'
+    # holders. With room for some proposals (800 ranks: clusters of at most 160
+    # of these rankings) or none, the others ask the holders; the draws are the
+    # same either way.
+    if budget is not None:
+        monkeypatch.setattr(_subcluster_chain, "LAUNCH_PREFETCH_VALUES", budget)
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
+    local = make_chain(X, None, 4, False)
+    remote = make_chain(X, rows, 4, False)
+    asked = {
+        name: _count_calls(rows, name, lambda *args: None)
+        for name in ("statistics", "densities", "code_totals")
+    }
+    reads = _count_calls(rows, "rows", len)
+    for _ in range(25):
+        before = len(reads)
+        assert_same_sweeps(local, remote, 1)
+        # the moves' rows, at most one read a proposal (3), then the rows of
+        # the clusters of one or two rankings (singleton moves)
+        assert len(reads) - before <= 2 + (3 if budget != 0 else 0)
+    n_asked = sum(len(calls) for calls in asked.values())
+    assert (n_asked == 0) == (budget is None)
+    assert (len(reads) > 50) == (budget != 0)
+    counts = local.split_merge_counts
+    assert counts["split_accepted"] > 0 and counts["merge_proposed"] > 0
 
 
 def test_chain_refuses_rankings_elsewhere_of_another_shape():
