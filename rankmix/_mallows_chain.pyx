@@ -26,8 +26,10 @@ A sub-cluster chain may hold its rankings elsewhere (``remote``: chunks on Dask
 workers, ``_distributed_rankings``): it then reads them only through the
 operations of ``_mallows_rows`` (the label step, the densities and code totals
 of a proposal's rankings, the statistics of sets of rankings, the log-likelihood
-of each) and the few rankings a move reads, fetched into a cache for the sweep;
-its draws equal those of the same chain with the rankings in X.
+of each) and the rankings a move reads, fetched into a cache for the sweep: a
+singleton move's, and a split-merge proposal's, whose launch and decision then
+run on them here, with the same kernels, where they are few enough
+(``rows_here``); its draws equal those of the same chain with the rankings in X.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
 alpha (n - t_i)! / n! (Lemma 1) and their parameters are then drawn given the one
@@ -1435,8 +1437,9 @@ cdef class MallowsChain:
         return self._set_log_score(k)
 
     cdef int _prefetch_sides(self, intp_t i, intp_t j, intp_t m, bint union) except -1 nogil:
-        """With rankings held elsewhere: the statistics of the sides (i with S's
-        points on its side, j with the others) in one round trip, kept for
+        """With rankings held elsewhere and not read here (``rows_here``): the
+        statistics of the sides (i with S's points on its side, j with the
+        others) in one round trip, kept for
         ``_set_statistics`` until the next proposal; with ``union``, those of
         S u {i, j} too, merged from them (a launch's sides partition the union
         the merge proposals read)."""
@@ -1487,7 +1490,8 @@ cdef class MallowsChain:
         sides taken. The sub-cluster chain computes the GM densities, which do not
         depend on the sides, first and on the threads (``_launch_densities``);
         the scan then reads them, so its draws are the same. With rankings held
-        elsewhere their holders compute them, always.
+        elsewhere, always: on the proposal's rankings read here (``rows_here``),
+        or by their holders.
         """
         cdef intp_t r, k, n_a = 1, n_b = 1
         cdef double la, lb, log_a, log_b, log_q = 0.0
@@ -1535,7 +1539,8 @@ cdef class MallowsChain:
     cdef int _launch_densities(self, intp_t m) except -1 nogil:
         """sm_gm: log GM(pi_k | launch A) and (| launch B) of S's m rankings, in
         S's order, on the threads (the label step's number for m rows), or by the
-        holders of the rankings."""
+        holders of the rankings where the proposal's were not read here
+        (``rows_here``)."""
         cdef intp_t T = self.T, n = self.n, N = self.N
         cdef int n_threads = threads_for(m)
         cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * n

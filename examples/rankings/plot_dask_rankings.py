@@ -18,7 +18,7 @@ The draws are the same, to the last bit, as those of the same fit with the
 rankings in this process: they depend on ``random_state`` and the data, not on
 the chunks, the workers or the threads. This page checks it.
 
-Each sweep waits for about 32 round trips to the workers (with the default four
+Each sweep waits for about 8 round trips to the workers (with the default four
 split-merge proposals a sweep), so a cluster pays off only for rankings that
 do not fit one machine; on one machine, the threads of a plain fit are faster.
 """

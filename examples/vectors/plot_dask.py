@@ -17,7 +17,7 @@ chunks, the workers or the threads. This page checks it.
 On a real cluster, connect with ``Client("scheduler-address:8786")`` and read X
 with dask (``da.from_zarr``, ``dd.read_parquet(...).to_dask_array(lengths=True)``,
 ...). Here a :class:`~distributed.LocalCluster` of two workers runs in this
-process. Each sweep costs a few dozen round trips to the workers (milliseconds
+process. Each sweep costs about a dozen round trips to the workers (milliseconds
 each), so a cluster pays off when a sweep over the rows takes longer than that:
 millions of rows, not thousands.
 """
