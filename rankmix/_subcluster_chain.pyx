@@ -114,9 +114,9 @@ the same to the last bit as with the rows in process
 With the rows elsewhere, each of those operations is a round trip, so a sweep
 reads ahead what it can tell in advance, in one go: the rows its proposals
 launch from, and the sample of rows each launch's first scan weighs, which
-then runs where the chain is (``_read_ahead``), then the singleton moves' rows
-(``_singleton_phase``). A launch then makes one round trip a scan after its
-first (``n_launch - 1``: one by default).
+then runs where the chain is, and the rows the singleton moves will read
+(``_read_ahead``). A launch then makes one round trip a scan after its first
+(``n_launch - 1``: one by default).
 """
 
 import copy
@@ -1003,7 +1003,7 @@ cdef class SubclusterChain(CollapsedChain):
         proposal ``first`` on will start from, where they can be told in
         advance (``row_cache``): their anchors, and the sample each one's first
         scan weighs (``launch_samples``), whose scan then runs here
-        (``_first_scan_here``).
+        (``_first_scan_here``); then the rows the singleton phase will read.
 
         Each proposal's picks are drawn as ``_propose`` draws them, with its
         acceptance uniform (a merge's first draw after its picks, a split's after
@@ -1046,6 +1046,11 @@ cdef class SubclusterChain(CollapsedChain):
             n_values += len(sample) * width
             samples[t] = (i, j, m, sample)
             wanted.append(sample)
+        # the singleton phase's rows: its draws come next in the stream (each
+        # proposal draws its picks and one uniform, whatever its outcome) and
+        # do not depend on the state; the clusters of one or two rows are those
+        # of now, right unless a move is accepted, which guesses again
+        wanted.append(self._singleton_reads(self._draw_singleton_rows(rng)))
         if first == 0:
             self.row_cache = {}
         self.launch_samples = {}
@@ -1175,22 +1180,35 @@ cdef class SubclusterChain(CollapsedChain):
         leaves one where it takes a row of two (a singleton made otherwise is
         read when picked).
         """
-        cdef intp_t a, c, k, t, n_moves = SINGLETON_MOVES * self.n_proposals
-        for t in range(n_moves):
-            self.singleton_rows[t] = (-1 if uniform(self.rng) < 0.5
-                                      else uniform_index(self.rng, self.N))
+        cdef intp_t t, n_moves = self._draw_singleton_rows(self.rng)
         if self.remote is not None:
-            with gil:   # (the rows the proposals read stay: rows do not change)
-                wanted = list(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
-                for a in range(self.slots.n_active):
-                    c = self.slots.active[a]
-                    if self._size(c) <= 2:
-                        wanted += [self._member(c, k) for k in range(self._size(c))]
-                self._fetch_rows(np.array(wanted, dtype=np.intp))
+            with gil:   # those not read ahead (``_read_ahead``)
+                self._fetch_rows(self._singleton_reads(n_moves))
         for t in range(n_moves):
             if self._singleton_move(self.singleton_rows[t]):
                 self._group_members()
         return 0
+
+    cdef intp_t _draw_singleton_rows(self, bitgen_t* rng) noexcept nogil:
+        """``singleton_rows`` <- the singleton proposals' types and the rows the
+        split-offs read (-1: an absorb), drawn from ``rng`` (the state plays no
+        part); returns their number."""
+        cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_proposals
+        for t in range(n_moves):
+            self.singleton_rows[t] = -1 if uniform(rng) < 0.5 else uniform_index(rng, self.N)
+        return n_moves
+
+    cdef object _singleton_reads(self, intp_t n_moves):
+        """The rows the singleton phase reads: the split-offs'
+        (``singleton_rows[:n_moves]``) and those of the clusters of one or two
+        rows."""
+        cdef intp_t a, c, k
+        wanted = list(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
+        for a in range(self.slots.n_active):
+            c = self.slots.active[a]
+            if self._size(c) <= 2:
+                wanted += [self._member(c, k) for k in range(self._size(c))]
+        return np.array(wanted, dtype=np.intp)
 
     cdef bint _singleton_move(self, intp_t a) except -1 nogil:
         """An absorb proposal (``a`` < 0) or the split-off of row ``a`` (module

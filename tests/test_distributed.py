@@ -275,7 +275,7 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
     trips = _count_calls(rows, "row_partials", lambda *args: args)
     reads = _count_calls(rows, "rows", len)
     scans = _count_calls(rows, "scan", lambda *args: args[3])   # the purpose
-    quiet = merges = launched = 0
+    quiet = merges = launched = read_once = 0
     for _ in range(30):
         counts = chain.split_merge_counts
         before = (len(reads), len(scans), chain._merges_rejected_early)
@@ -298,12 +298,16 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
             # no scan where the rows are is a launch's first
             assert all((p - 1) % (n_launch + 1) != 1 for p in scans[before[1] :])
         # the reads: the proposals' anchors (two a proposal at most) with the
-        # first scans' samples, again after each accepted move, then the
-        # singleton moves' rows not read already
+        # first scans' samples and the singleton moves' rows (one a move at
+        # most, and those of the clusters of one or two rows), again after each
+        # accepted move; a singleton the singleton moves make themselves is
+        # read when picked
         ahead, *others = reads[before[0] :]
         assert len(others) <= moved + 1
-        assert 0 < ahead <= 2 * 5 or not remote_first
+        assert 0 < ahead <= 2 * 5 + 10 * 5 + 2 * chain.n_clusters or not remote_first
+        read_once += not moved and not others
     assert quiet >= 10 and merges >= 10 and launched >= 10
+    assert read_once >= quiet // 2
     # the same draws as with the rows in process
     local.sweep(30)
     assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
