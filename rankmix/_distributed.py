@@ -10,8 +10,8 @@ rows' labels with the moments of their clusters, block by block; a split or merg
 proposal sends the rows of the clusters concerned and gets back their
 allocations; the rows the proposals start from (their anchors, with the sample
 of rows each launch's first scan weighs, which that scan then weighs on the
-client) and those the singleton moves read are read once a sweep, each set in
-one go. The global steps
+client) and those the singleton moves read are read in one go, once a sweep and
+again after each accepted move. The global steps
 (parameters, weights, the Metropolis-Hastings decisions, alpha) run on the
 client, in the chain.
 
@@ -26,10 +26,10 @@ clusters (blocks x K x (1 + d + d^2) doubles for ``full``, blocks x K x (5 + V)
 for counts over V features). Each split or merge proposal sends the indices of
 its rows and gets one byte and one double a row back, per launch scan after the
 first (the first weighs a sample of about 1,000 rows, read ahead with the
-anchors, up to ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` values a sweep).
+anchors, up to ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` values a read).
 
-A sweep is a dozen round trips (the label step, the reads, and each launched
-proposal's scans), so what a round trip costs decides how a chain scales.
+A sweep is a few round trips (the label step, the reads, and each launched
+proposal's last scan), so what a round trip costs decides how a chain scales.
 Dask's scheduler spends milliseconds on each task (about 5 ms on a 2-core
 machine), so a task per chunk would make an array of many chunks pay for each
 of them in every round trip, whatever the work. Instead:

@@ -32,11 +32,13 @@ run where the chain is. Every result depends on the rows and the parameters
 only, so the chain draws the same as with its rankings in process, whatever the
 chunks, the workers or the threads (``tests/test_distributed_rankings.py``),
 provided the client and the workers run the same build of rankmix. A sweep
-costs about 4 + ``n_split_merge`` round trips: the label step, the clusters'
-statistics, the rankings its moves read (drawn first, fetched at once) and the
-log-likelihoods; per proposal, one read of the rankings of its two clusters,
-on which the proposal's launch and decision then run in the client, as in
-process. A proposal whose two clusters hold more than
+costs about 4 round trips: the label step, the clusters' statistics, the
+log-likelihoods, and one read of the rankings its moves will read (the
+proposals' pairs and the singleton moves' rankings, drawn first; the rankings
+of each proposal's two clusters; those of the clusters of one or two). Each
+proposal's launch and decision then run in the client on those rankings, as
+in process; after an accepted move, a proposal reads the rankings it lacks
+(one round trip). A proposal whose two clusters hold more than
 ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` ranks (2^20: 100,000 top-10
 rankings) asks the workers instead: the launch's code totals, per launch scan
 the two sides' statistics and the densities, then the final scan's densities

@@ -26,10 +26,11 @@ A sub-cluster chain may hold its rankings elsewhere (``remote``: chunks on Dask
 workers, ``_distributed_rankings``): it then reads them only through the
 operations of ``_mallows_rows`` (the label step, the densities and code totals
 of a proposal's rankings, the statistics of sets of rankings, the log-likelihood
-of each) and the rankings a move reads, fetched into a cache for the sweep: a
-singleton move's, and a split-merge proposal's, whose launch and decision then
-run on them here, with the same kernels, where they are few enough
-(``rows_here``); its draws equal those of the same chain with the rankings in X.
+of each) and the rankings a move reads, fetched into a cache for the sweep, in
+one go at its start (``_read_ahead``): a singleton move's, and a split-merge
+proposal's, whose launch and decision then run on them here, with the same
+kernels, where they are few enough (``rows_here``); its draws equal those of
+the same chain with the rankings in X.
 
 New clusters (Neal 2000, algorithm 2) are chosen with the exact prior predictive
 alpha (n - t_i)! / n! (Lemma 1) and their parameters are then drawn given the one
@@ -693,9 +694,13 @@ cdef class MallowsChain:
     cdef int _fetch_rows(self, const intp_t* rows, intp_t m) except -1 nogil:
         """Read the rankings ``rows[:m]`` (those >= 0) held elsewhere that are not
         cached yet, in one round trip (nothing to do for rankings in X)."""
-        cdef intp_t s, k, n_new, T = self.T
+        cdef intp_t s, k, n_new = 0, T = self.T
         cdef const intp_t[:, ::1] fetched
         if self.cache_slot == NULL:
+            return 0
+        for s in range(m):
+            n_new += rows[s] >= 0 and self.cache_slot[rows[s]] < 0
+        if n_new == 0:
             return 0
         with gil:
             wanted = np.unique(np.array(
@@ -1974,7 +1979,36 @@ cdef class MallowsChain:
         for t in range(n_pairs, n_rows):
             self.move_rows[t] = (-1 if uniform(self.rng) < 0.5
                                  else uniform_index(self.rng, self.N))
-        self._fetch_rows(self.move_rows, n_rows)
+        if self.cache_slot != NULL:
+            with gil:
+                self._read_ahead(n_pairs, n_rows)
+        return 0
+
+    cdef int _read_ahead(self, intp_t n_pairs, intp_t n_rows) except -1:
+        """Rankings held elsewhere: read in one go the rankings the sweep's moves
+        will read, as far as the state at its start tells them: the moves' own
+        (``move_rows[:n_rows]``), those of each proposal's two clusters that
+        the proposal would read (``rows_here``; right until a move is
+        accepted, after which a proposal reads what it lacks), and those of the
+        clusters of one or two rankings (the singleton moves')."""
+        cdef intp_t t, a, b, c, m
+        cdef signed char[::1] wanted = np.zeros(max(self.slots.capacity, 1), dtype=np.int8)
+        for t in range(0, n_pairs, 2):
+            a = self.labels[self.move_rows[t]]
+            b = self.labels[self.move_rows[t + 1]]
+            m = self.size[a] + (self.size[b] if b != a else 0) - 2
+            if 0 < self.launch_values and m * self.T <= self.launch_values:
+                wanted[a] = wanted[b] = 1
+        for t in range(self.slots.n_active):
+            c = self.slots.active[t]
+            if self.size[c] <= 2:
+                wanted[c] = 1
+        cdef const intp_t[::1] rows = np.concatenate([
+            np.asarray(<intp_t[:n_rows]> self.move_rows),
+            np.flatnonzero(np.asarray(wanted)[np.asarray(self.labels)]),
+        ]).astype(np.intp)
+        if rows.shape[0]:
+            self._fetch_rows(&rows[0], rows.shape[0])
         return 0
 
     cdef int _singleton_phase(self) except -1 nogil:

@@ -498,6 +498,7 @@ cdef class SubclusterChain(CollapsedChain):
     # merges so rejected
     cdef public bint _launch_every_merge
     cdef public intp_t _merges_rejected_early
+    cdef public intp_t _most_read_ahead   # the most sample values one read held
     cdef double* params              # (capacity, P)
     cdef double* log_pi              # (capacity,) unnormalised log weights
     cdef double* anchor_priority     # (capacity,)
@@ -982,6 +983,12 @@ cdef class SubclusterChain(CollapsedChain):
         """The purpose keying the row draws of scan s (from 1) of proposal t's launch."""
         return PURPOSE_LAUNCH + <uint64_t> t * (self.n_launch + 1) + <uint64_t> s
 
+    cdef object _launch_key(self, intp_t i, intp_t j, intp_t m):
+        """What identifies a launch's start: its anchors and its rows
+        (``launch_rows[:m]``, by a digest), to match a sample read ahead."""
+        rows = np.asarray(<intp_t[:m]> self.launch_rows) if m else np.empty(0, np.intp)
+        return i, j, m, hash(rows.tobytes())
+
     cdef object _first_sample(self, uint64_t sweep, intp_t t, intp_t m):
         """The launch rows (``launch_rows[:m]``, proposal t's) that its first scan
         weighs: those whose own draw (``row_draws``, as ``scan_rows`` draws it)
@@ -1040,11 +1047,14 @@ cdef class SubclusterChain(CollapsedChain):
                                      and log_u >= self._merge_log_ratio(c_a, c_b)):
                 continue
             m = self._launch_set(c_a, c_b, i, j)
+            # (a sample far past the room left is not drawn: m draws here)
+            if n_values + 0.5 * self._launch_rate(m) * m * width > self.prefetch_values:
+                continue
             sample = self._first_sample(sweep, t, m)
             if n_values + len(sample) * width > self.prefetch_values:
                 continue
             n_values += len(sample) * width
-            samples[t] = (i, j, m, sample)
+            samples[t] = (self._launch_key(i, j, m), sample)
             wanted.append(sample)
         # the singleton phase's rows: its draws come next in the stream (each
         # proposal draws its picks and one uniform, whatever its outcome) and
@@ -1057,6 +1067,7 @@ cdef class SubclusterChain(CollapsedChain):
         if wanted:
             self._fetch_rows(np.concatenate(wanted))
         self.launch_samples = samples
+        self._most_read_ahead = max(self._most_read_ahead, n_values)
         return 0
 
     cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
@@ -1324,16 +1335,17 @@ cdef class SubclusterChain(CollapsedChain):
                                intp_t m) except -1 nogil:
         """Rows held elsewhere: run proposal t's first launch scan here, on the
         sample read ahead for it (``_read_ahead``), if that sample is still
-        the launch's (S unchanged: no move accepted since); True if it ran, the
+        the launch's (the same anchors and rows S: the guesses are made again
+        after each accepted move, and the key checks it); True if it ran, the
         states of its sides then in ``state_a`` and ``state_b``."""
         if self.remote is None:
             return False
         with gil:
             read = self.launch_samples.get(t)
-            if read is None or read[:3] != (i, j, m):
+            if read is None or read[0] != self._launch_key(i, j, m):
                 return False
             self._sides_here(sweep, self._launch_purpose(t, 1), i, j,
-                             self._launch_rate(m), read[3])
+                             self._launch_rate(m), read[1])
         return True
 
     cdef int _sides_here(self, uint64_t sweep, uint64_t purpose, intp_t i, intp_t j,

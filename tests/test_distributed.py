@@ -314,6 +314,33 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
     assert local.log_joint == chain.log_joint
 
 
+def test_samples_are_read_ahead_within_the_budget(monkeypatch):
+    # room for 30 rows of samples a read (60 values of 2 features): the
+    # launches whose samples fit run their first scan here, the others on the
+    # workers, and the draws are those of the rows in process
+    monkeypatch.setattr(chain_module, "LAUNCH_PREFETCH_VALUES", 60)
+    X = two_blobs(600, 2)
+    X[:200] -= 6.0
+    local, chain, rows = chain_pair(
+        "full", X, 64, 64, SerialClient(), n_split_merge=5, alpha_prior=None,
+        launch_sample_rows=20.0,
+    )
+    scans = _count_calls(rows, "scan", lambda *args: args[3])   # the purpose
+    chain.sweep(30)
+    counts = chain.split_merge_counts
+    launches = (
+        counts["split_proposed"] + counts["merge_proposed"]
+        - chain._merges_rejected_early
+    )
+    on_workers = sum((p - 1) % 3 == 1 for p in scans)   # first scans there
+    assert launches >= 10
+    assert 0 < on_workers < launches == len(scans) - on_workers
+    assert 40 <= chain._most_read_ahead <= 60
+    local.sweep(30)
+    assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
+    assert local.log_joint == chain.log_joint
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n_launch", [2, 3])
 def test_first_scans_here_draw_what_scans_on_the_workers_draw(

@@ -18,9 +18,9 @@ The draws are the same, to the last bit, as those of the same fit with the
 rankings in this process: they depend on ``random_state`` and the data, not on
 the chunks, the workers or the threads. This page checks it.
 
-Each sweep waits for about 8 round trips to the workers (with the default four
-split-merge proposals a sweep), so a cluster pays off only for rankings that
-do not fit one machine; on one machine, the threads of a plain fit are faster.
+Each sweep waits for a few round trips to the workers (milliseconds each), so a
+cluster pays off only for rankings that do not fit one machine; on one machine,
+the threads of a plain fit are faster.
 """
 
 # %%
