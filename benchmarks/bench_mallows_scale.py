@@ -230,12 +230,18 @@ def one_config(args):
             (warmup if it < args.n_warmup else timed).append(seconds)
             n_clusters.append(int(chain.n_clusters))
     labels, _, _, _, sizes = chain.snapshot()
+    round_trips = None
+    if args.workers:
+        from _dask_trips import round_trips_per_sweep
+
+        round_trips = round_trips_per_sweep(X, chain)
     stack.close()
     emit(
         dict(
             sampler=args.one_config,
             threads=args.threads,
             workers=args.workers,
+            round_trips=round_trips,
             labels_digest=hashlib.sha1(labels.tobytes()).hexdigest(),
             prepare_seconds=prepare_seconds,
             construct_seconds=construct_seconds,
@@ -549,6 +555,13 @@ def main():
             "same draws: the last sweep's labels equal the first row's run's "
             "(the same chain)."
         )
+        for n_threads, results in subcluster_runs.items():
+            trips = [r["round_trips"] for r in results if r.get("round_trips")]
+            if trips:
+                print(
+                    f"{n_threads}: {median(trips):.1f} round trips to the workers "
+                    "a sweep (over 5 sweeps after the timed ones)"
+                )
     print()
     print(
         "setup: _prepare (prior normalisers) + chain construction (random initial "

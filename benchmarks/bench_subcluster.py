@@ -62,6 +62,7 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _dask_trips import round_trips_per_sweep  # noqa: E402
 from _liang import chain_factory, make_data  # noqa: E402
 from _machine import print_machine  # noqa: E402
 from scipy import stats  # noqa: E402
@@ -346,6 +347,8 @@ def section_dask(args):
                   f"client: {peak:.2f} GiB (the data: {n * 10 * 8 / 2**30:.2f} GiB, "
                   "on the workers)")
             labels[workers] = (chain.snapshot()[0], dask_sweep)
+            print(f"round trips to the workers a sweep: "
+                  f"{round_trips_per_sweep(rows, chain):.1f} (5 more sweeps)")
             if len(labels) == 1:
                 X_here = X.compute()
     # the same chain with the rows in process, on the same sweeps: identical
