@@ -35,7 +35,8 @@ provided the client and the workers run the same build of rankmix. A sweep
 costs about 4 round trips: the label step, the clusters' statistics, the
 log-likelihoods, and one read of the rankings its moves will read (the
 proposals' pairs and the singleton moves' rankings, drawn first; the rankings
-of each proposal's two clusters; those of the clusters of one or two). Each
+of each proposal's two clusters, up to ``LAUNCH_PREFETCH_VALUES`` ranks in all;
+those of the clusters of one or two). Each
 proposal's launch and decision then run in the client on those rankings, as
 in process; after an accepted move, a proposal reads the rankings it lacks
 (one round trip). A proposal whose two clusters hold more than

@@ -737,6 +737,11 @@ cdef class MallowsChain:
             self.cache_slot[self.cache_list[s]] = -1
         self.n_cached = 0
 
+    cdef inline bint _fits_here(self, intp_t m) noexcept nogil:
+        """Whether a proposal's m rankings (S) are few enough to be read here:
+        at most ``launch_values`` ranks."""
+        return 0 < self.launch_values and m * self.T <= self.launch_values
+
     cdef inline bint _reads_here(self) noexcept nogil:
         """Whether the kernels over rankings run here: on X, or on the cached rows
         of a proposal whose rankings were all read (``rows_here``)."""
@@ -1409,8 +1414,8 @@ cdef class MallowsChain:
         cdef double* counts = self.sm_counts + k * self.T
         cdef Statistics given
         if self._reads_here():
-            statistics_build(&w.st, self._rankings(), self.T, self._points_here(points, m),
-                             m, self.n, w.local)
+            statistics_build(&w.st, self._rankings(), self.T,
+                             self._points_here(points, m), m, self.n, w.local)
         else:
             with gil:
                 members = np.array(<intp_t[:m]> <intp_t*> points)
@@ -1857,7 +1862,7 @@ cdef class MallowsChain:
             # the proposal's rankings read in one go where they are few enough
             # (i and j are, with the sweep's move rows): its launch and decision
             # then run here, on them, with no other round trip
-            self.rows_here = 0 < self.launch_values and m * self.T <= self.launch_values
+            self.rows_here = self._fits_here(m)
             if self.rows_here:
                 self._fetch_rows(self.sm_points, m)
         ci = self.labels[i]
@@ -1990,14 +1995,21 @@ cdef class MallowsChain:
         (``move_rows[:n_rows]``), those of each proposal's two clusters that
         the proposal would read (``rows_here``; right until a move is
         accepted, after which a proposal reads what it lacks), and those of the
-        clusters of one or two rankings (the singleton moves')."""
-        cdef intp_t t, a, b, c, m
-        cdef signed char[::1] wanted = np.zeros(max(self.slots.capacity, 1), dtype=np.int8)
+        clusters of one or two rankings (the singleton moves'). The proposals'
+        clusters are read while they hold at most ``launch_values`` ranks in
+        all."""
+        cdef intp_t t, a, b, c, m, n_values = 0
+        cdef signed char[::1] wanted = np.zeros(max(self.slots.capacity, 1),
+                                                dtype=np.int8)
         for t in range(0, n_pairs, 2):
             a = self.labels[self.move_rows[t]]
             b = self.labels[self.move_rows[t + 1]]
             m = self.size[a] + (self.size[b] if b != a else 0) - 2
-            if 0 < self.launch_values and m * self.T <= self.launch_values:
+            # the ranks of the clusters not yet wanted
+            c = ((not wanted[a]) * self.size[a]
+                 + (b != a and not wanted[b]) * self.size[b]) * self.T
+            if self._fits_here(m) and n_values + c <= self.launch_values:
+                n_values += c
                 wanted[a] = wanted[b] = 1
         for t in range(self.slots.n_active):
             c = self.slots.active[t]

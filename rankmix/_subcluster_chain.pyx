@@ -156,10 +156,10 @@ from ._slots cimport grow_array
 # machine. A Python global, so that tests can lower it on small data.
 ROW_BLOCK = 65536
 
-# Rows held elsewhere: at most this many values of the rows a launch reads ahead
-# are read to the client. Here, rows x features of the first scans' samples of a
-# sweep (``SubclusterChain._read_ahead``); launches past it run their first scan
-# where the rows are. For rankings (``_mallows_chain``), ranks of a proposal's
+# Rows held elsewhere: at most this many values of the rows launches read ahead
+# are read to the client. Here, rows x features of the first scans' samples in
+# one read (``SubclusterChain._read_ahead``: one a sweep, and one more after each
+# accepted move); launches past it run their first scan where the rows are. For rankings (``_mallows_chain``), ranks of a proposal's
 # two clusters, whose launch and decision then run in the client. About 8 MB, a
 # few milliseconds on a network, against round trips of tens of milliseconds
 # saved (samples of rows of thousands of counts exceed it, and keep their round
@@ -1022,11 +1022,11 @@ cdef class SubclusterChain(CollapsedChain):
         launch (``_merge_log_ratio``, from the same states) needs no sample.
         With ``n_launch`` >= 2 a first scan weighs only its sample, and which
         rows are in it is known here: each row's own draw decides
-        (``_first_sample``). Samples are read while they stay within
-        ``LAUNCH_PREFETCH_VALUES`` values in all (rows x features). A launch whose rows were not
-        read asks the rows' holder (``_pair_states``, ``_scan``), and the
-        chain's own stream is left as it was: the draws do not depend on the
-        guesses.
+        (``_first_sample``). A read holds samples of at most
+        ``LAUNCH_PREFETCH_VALUES`` values (rows x features) in all. A launch
+        whose rows were not read asks the rows' holder (``_pair_states``,
+        ``_scan``), and the chain's own stream is left as it was: the draws do
+        not depend on the guesses.
         """
         cdef intp_t t, m, c_a, c_b, i, j, n_values = 0
         cdef intp_t width = max(1, self.remote.n_features)
@@ -1206,7 +1206,8 @@ cdef class SubclusterChain(CollapsedChain):
         part); returns their number."""
         cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_proposals
         for t in range(n_moves):
-            self.singleton_rows[t] = -1 if uniform(rng) < 0.5 else uniform_index(rng, self.N)
+            self.singleton_rows[t] = (-1 if uniform(rng) < 0.5
+                                      else uniform_index(rng, self.N))
         return n_moves
 
     cdef object _singleton_reads(self, intp_t n_moves):
@@ -1364,7 +1365,8 @@ cdef class SubclusterChain(CollapsedChain):
         """
         cdef intp_t n = len(sample)
         rows = np.union1d(sample, np.array([i, j], dtype=np.intp)).astype(np.intp)
-        cdef Family here = self.family.rebound(np.vstack([self.row_cache[r] for r in rows]))
+        cdef Family here = self.family.rebound(
+            np.vstack([self.row_cache[r] for r in rows]))
         cdef const intp_t[::1] global_rows = rows
         cdef const intp_t[::1] sampled = np.ascontiguousarray(sample, dtype=np.intp)
         cdef const intp_t[::1] points = np.searchsorted(rows, sample).astype(np.intp)
@@ -1383,8 +1385,10 @@ cdef class SubclusterChain(CollapsedChain):
         if np.any((bits & SAMPLED) == 0):
             raise RuntimeError("a launch's first scan weighed rows outside its sample")
         on_a = (bits & SIDE) != 0
-        side_a = np.sort(np.r_[rows.searchsorted(i), np.asarray(points)[on_a]]).astype(np.intp)
-        side_b = np.sort(np.r_[rows.searchsorted(j), np.asarray(points)[~on_a]]).astype(np.intp)
+        side_a = np.sort(np.r_[rows.searchsorted(i), np.asarray(points)[on_a]]
+                         ).astype(np.intp)
+        side_b = np.sort(np.r_[rows.searchsorted(j), np.asarray(points)[~on_a]]
+                         ).astype(np.intp)
         if (blocked_state(&here.c, self.state_a, &side_a[0], side_a.shape[0],
                           self.row_block, self.moments_scratch,
                           self.moments_scratch + self.M, &global_rows[0]) < 0
