@@ -382,6 +382,7 @@ cdef class MallowsChain:
     cdef bint rows_here        # a split-merge proposal's rankings are all cached
     cdef intp_t* local_points  # (N + 2,) a set's rankings as cache slots (rows_here)
     cdef intp_t launch_values  # LAUNCH_PREFETCH_VALUES when the chain was made
+    cdef public intp_t _most_read_ahead  # the most ranks of clusters one read held
     cdef intp_t* move_rows     # a sub-cluster sweep's proposals' pairs (i, j),
                                # then its singleton moves' rows (-1: absorb)
     cdef intp_t n_move_rows
@@ -737,10 +738,10 @@ cdef class MallowsChain:
             self.cache_slot[self.cache_list[s]] = -1
         self.n_cached = 0
 
-    cdef inline bint _fits_here(self, intp_t m) noexcept nogil:
-        """Whether a proposal's m rankings (S) are few enough to be read here:
-        at most ``launch_values`` ranks."""
-        return 0 < self.launch_values and m * self.T <= self.launch_values
+    cdef inline bint _fits_here(self, intp_t n) noexcept nogil:
+        """Whether the n rankings of a proposal's two clusters are few enough to
+        be read here: at most ``launch_values`` ranks."""
+        return 0 < self.launch_values and n * self.T <= self.launch_values
 
     cdef inline bint _reads_here(self) noexcept nogil:
         """Whether the kernels over rankings run here: on X, or on the cached rows
@@ -1862,7 +1863,7 @@ cdef class MallowsChain:
             # the proposal's rankings read in one go where they are few enough
             # (i and j are, with the sweep's move rows): its launch and decision
             # then run here, on them, with no other round trip
-            self.rows_here = self._fits_here(m)
+            self.rows_here = self._fits_here(m + 2)
             if self.rows_here:
                 self._fetch_rows(self.sm_points, m)
         ci = self.labels[i]
@@ -1998,25 +1999,27 @@ cdef class MallowsChain:
         clusters of one or two rankings (the singleton moves'). The proposals'
         clusters are read while they hold at most ``launch_values`` ranks in
         all."""
-        cdef intp_t t, a, b, c, m, n_values = 0
+        cdef intp_t t, a, b, c, n_values = 0
         cdef signed char[::1] wanted = np.zeros(max(self.slots.capacity, 1),
                                                 dtype=np.int8)
         for t in range(0, n_pairs, 2):
             a = self.labels[self.move_rows[t]]
             b = self.labels[self.move_rows[t + 1]]
-            m = self.size[a] + (self.size[b] if b != a else 0) - 2
             # the ranks of the clusters not yet wanted
             c = ((not wanted[a]) * self.size[a]
                  + (b != a and not wanted[b]) * self.size[b]) * self.T
-            if self._fits_here(m) and n_values + c <= self.launch_values:
+            if (self._fits_here(self.size[a] + (self.size[b] if b != a else 0))
+                    and n_values + c <= self.launch_values):
                 n_values += c
                 wanted[a] = wanted[b] = 1
         for t in range(self.slots.n_active):
             c = self.slots.active[t]
             if self.size[c] <= 2:
                 wanted[c] = 1
+        self._most_read_ahead = max(self._most_read_ahead, n_values)
         cdef const intp_t[::1] rows = np.concatenate([
-            np.asarray(<intp_t[:n_rows]> self.move_rows),
+            np.asarray(<intp_t[:n_rows]> self.move_rows) if n_rows
+            else np.empty(0, dtype=np.intp),   # (no proposal: N < 2)
             np.flatnonzero(np.asarray(wanted)[np.asarray(self.labels)]),
         ]).astype(np.intp)
         if rows.shape[0]:

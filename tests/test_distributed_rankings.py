@@ -142,6 +142,9 @@ def test_proposals_read_their_rankings_and_run_here(budget, monkeypatch):
         read_once += not moved and len(reads) - before == 1
     n_asked = sum(len(calls) for calls in asked.values())
     assert (n_asked == 0) == (budget is None)
+    # no read ahead held more than the budget
+    assert remote._most_read_ahead <= (2**20 if budget is None else budget)
+    assert (remote._most_read_ahead > 0) == (budget != 0)
     # the clusters' rankings (100 and more) read ahead where there is room
     assert (max(reads) > 100) == (budget != 0)
     assert quiet >= 10 and read_once >= quiet // 2
@@ -187,6 +190,19 @@ def test_rankings_of_a_dask_array_are_validated_where_they_are():
     shifted = da.from_array(np.where(X >= 0, X + 1, -1), chunks=64)
     one_based = DaskRankings(shifted, client, None)
     assert not one_based.holds_item_zero and one_based.n_items == 9
+
+
+def test_dask_mallows_fit_of_one_ranking(monkeypatch):
+    # a chain of one ranking makes no split-merge proposal: nothing to read ahead
+    monkeypatch.setattr(_mallows, "active_client", SerialClient)
+    X = two_groups()[:1]
+    params = dict(sampler="subcluster", n_iter=4, burn_in=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        there = DPMallowsClustering(**params).fit(da.from_array(X, chunks=1))
+        here = DPMallowsClustering(**params).fit(X)
+    assert_array_equal(there.label_samples_, here.label_samples_)
+    assert there.n_clusters_ == 1
 
 
 def test_dask_mallows_fit_warns_of_a_phantom_item_zero(monkeypatch):
