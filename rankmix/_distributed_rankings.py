@@ -11,9 +11,11 @@ the operations below, each run by the workers over their own rows
 (``_mallows_rows.chunk_*``):
 
 * the label step: the chain's label tables (K x (n + 2 T + 1) numbers) go out,
-  each chunk's labels both ways (8 bytes a ranking);
-* the statistics of the clusters (the labels go out again), or of given sets of
-  rankings (a split-merge proposal's two sides at once, their indices out):
+  each chunk's labels both ways (8 bytes a ranking), with the statistics of the
+  clusters by the new labels;
+* the statistics of the clusters (the labels go out again; where the label
+  step's are not the ones needed), or of given sets of rankings (a split-merge
+  proposal's two sides at once, their indices out):
   each chunk sends back its compact statistics
   (items, stage counts, observed precedences), merged here exactly
   (``_kernels.merge_statistics``): a pair per distinct (stage, item, earlier
@@ -32,7 +34,7 @@ run where the chain is. Every result depends on the rows and the parameters
 only, so the chain draws the same as with its rankings in process, whatever the
 chunks, the workers or the threads (``tests/test_distributed_rankings.py``),
 provided the client and the workers run the same build of rankmix. A sweep
-costs about 4 round trips: the label step, the clusters' statistics, the
+costs about 3 round trips: the label step with the clusters' statistics, the
 log-likelihoods, and one read of the rankings its moves will read (the
 proposals' pairs and the singleton moves' rankings, drawn first; the rankings
 of each proposal's two clusters, up to ``LAUNCH_PREFETCH_VALUES`` ranks in all;
@@ -142,17 +144,21 @@ class DaskRankings(DaskRows):
 
     def label_step(self, labels, key, sweep, active, *tables):
         """``chunk_label_step`` on every chunk with its part of ``labels``: the
-        new labels. ``tables``: log_pi, anchor_priority, anchor_row, positions,
-        theta, norm, as ``MallowsChain._parallel_labels`` has them."""
-        return np.concatenate(
-            self._submit(
-                rows_module.chunk_label_step,
-                self._slice(labels),
-                key,
-                sweep,
-                active,
-                *tables,
-            )
+        new labels, and the merged statistics of the rankings in each slot of
+        ``active`` by them (``cluster_statistics``, in the same round trip).
+        ``tables``: log_pi, anchor_priority, anchor_row, positions, theta, norm,
+        as ``MallowsChain._parallel_labels`` has them."""
+        parts = self._submit(
+            rows_module.chunk_label_step_statistics,
+            self._slice(labels),
+            key,
+            sweep,
+            active,
+            *tables,
+        )
+        return (
+            np.concatenate([new_labels for new_labels, _ in parts]),
+            self._merged_by_slot([statistics for _, statistics in parts], len(active)),
         )
 
     def cluster_statistics(self, labels, slots):
@@ -160,10 +166,18 @@ class DaskRankings(DaskRows):
         parts = self._submit(
             rows_module.chunk_cluster_statistics, self._slice(labels), slots
         )
-        return [
-            merge_statistics([part[a] for part in parts], self.n_features)
-            for a in range(len(slots))
-        ]
+        return self._merged_by_slot(parts, len(slots))
+
+    def _merged_by_slot(self, parts, n_slots):
+        """Each slot's statistics merged over the chunks' ``parts`` (a list per
+        chunk of each slot's statistics, None where it has none); None for a
+        slot no chunk has (a cluster the sequential start's label step
+        emptied)."""
+        merged = []
+        for a in range(n_slots):
+            found = [part[a] for part in parts if part[a] is not None]
+            merged.append(merge_statistics(found, self.n_features) if found else None)
+        return merged
 
     def statistics(self, point_sets):
         """The merged statistics of each set of rankings (any order), in one

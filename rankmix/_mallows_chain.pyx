@@ -374,6 +374,7 @@ cdef class MallowsChain:
     # ``cache_rows`` (row ``cache_list[s]`` at slot s) for one sweep
     cdef object remote
     cdef dict known_statistics  # a proposal's sets' statistics, by set (remote)
+    cdef object label_statistics  # (slots, statistics) the last label step sent
     cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
     cdef intp_t* cache_rows    # (cache_capacity, T)
     cdef intp_t* cache_list    # (cache_capacity,)
@@ -1038,7 +1039,7 @@ cdef class MallowsChain:
         self._label_tables()
         if self.remote is not None:
             with gil:
-                new_labels = self.remote.label_step(
+                new_labels, statistics = self.remote.label_step(
                     np.asarray(self.labels),
                     np.array([self.key[0], self.key[1]], dtype=np.uint64), sweep,
                     np.asarray(<const intp_t[:K]> active),
@@ -1051,6 +1052,10 @@ cdef class MallowsChain:
                 if np.shape(new_labels) != (N,):
                     raise RuntimeError("the label step returned the wrong number of rows")
                 np.asarray(self.labels)[:] = new_labels
+                # the clusters' statistics by the new labels, for the parameter
+                # update that follows (``_update_parameters``)
+                self.label_statistics = (np.asarray(<const intp_t[:K]> active).copy(),
+                                         statistics)
         else:
             if n_threads * stride > self.thread_scratch_size:
                 self.thread_scratch = <double*> grow_array(
@@ -1105,6 +1110,17 @@ cdef class MallowsChain:
         """members[member_start[c]:member_start[c + 1]]: the rankings of slot c."""
         slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
+    cdef object _clusters_statistics(self, intp_t K):
+        """Rankings held elsewhere: each active cluster's statistics. Those the
+        label step sent with the labels, where it is the step just before and
+        labelled the same clusters (the sequential start may close some after
+        it); else from the holders, one round trip."""
+        slots = np.asarray(<intp_t[:K]> self.slots.active).copy()
+        sent, self.label_statistics = self.label_statistics, None
+        if sent is not None and np.array_equal(sent[0], slots):
+            return sent[1]
+        return self.remote.cluster_statistics(np.asarray(self.labels), slots)
+
     cdef int _update_parameters(self) except -1 nogil:
         """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data.
 
@@ -1127,9 +1143,7 @@ cdef class MallowsChain:
             self._grow_works(n_threads)
             if self.remote is not None:
                 with gil:
-                    kept = self.remote.cluster_statistics(
-                        np.asarray(self.labels),
-                        np.asarray(<intp_t[:K]> self.slots.active))
+                    kept = self._clusters_statistics(K)
             try:
                 if self.remote is not None:
                     with gil:

@@ -279,6 +279,15 @@ def chunk_statistics(rows, intp_t offset, point_sets):
     ]
 
 
+def chunk_label_step_statistics(rows, intp_t offset, labels, key, sweep, active,
+                                 *tables):
+    """``chunk_label_step``, then the statistics of the chunk's rows in each
+    slot of ``active`` by their new labels (``chunk_cluster_statistics``): what
+    the chain's parameter update reads next, in the same round trip."""
+    new_labels = chunk_label_step(rows, offset, labels, key, sweep, active, *tables)
+    return new_labels, chunk_cluster_statistics(rows, offset, new_labels, active)
+
+
 def chunk_cluster_statistics(rows, intp_t offset, labels, slots):
     """The statistics of the chunk's rows in each slot of ``slots``, by
     ``labels`` (the chunk's part), None for a slot with none here."""

@@ -83,10 +83,13 @@ def make_chain(X, remote, seed, sequential_init):
 
 
 @pytest.mark.parametrize(
-    "chunks, sequential_init", [(70, False), (300, False), (37, True)]
+    "chunks, sequential_init, seed",
+    # seed 15: the sequential start's label step empties a cluster (not the
+    # last active one), closed before the parameters are drawn
+    [(70, False, 4), (300, False, 4), (37, True, 4), (37, True, 15)],
 )
 def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
-    chunks, sequential_init, monkeypatch
+    chunks, sequential_init, seed, monkeypatch
 ):
     # every sweep's labels, log joint, alpha and move counts, and the last
     # sweep's parameters; the sequential start from a sample of 50 of the 300
@@ -94,8 +97,8 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     monkeypatch.setattr(_subcluster_chain, "SEQUENTIAL_SAMPLE", 50)
     X = two_groups()
     rows = DaskRankings(da.from_array(X, chunks=(chunks, 5)), SerialClient(), 8)
-    local = make_chain(X, None, 4, sequential_init)
-    remote = make_chain(X, rows, 4, sequential_init)
+    local = make_chain(X, None, seed, sequential_init)
+    remote = make_chain(X, rows, seed, sequential_init)
     assert_same_sweeps(local, remote, 30)
     # the moves ran: splits and merges were proposed, and from one cluster
     # splits were accepted
@@ -126,6 +129,8 @@ def test_proposals_read_their_rankings_and_run_here(budget, monkeypatch):
         name: _count_calls(rows, name, lambda *args: None)
         for name in ("statistics", "densities", "code_totals")
     }
+    # the clusters' statistics come with the labels
+    clusters_asked = _count_calls(rows, "cluster_statistics", lambda *args: None)
     reads = _count_calls(rows, "rows", len)
     read_once = quiet = 0
     for _ in range(25):
@@ -140,6 +145,7 @@ def test_proposals_read_their_rankings_and_run_here(budget, monkeypatch):
         assert 1 <= len(reads) - before <= 1 + (3 if moved else 0) + 1
         quiet += not moved
         read_once += not moved and len(reads) - before == 1
+    assert clusters_asked == []
     n_asked = sum(len(calls) for calls in asked.values())
     assert (n_asked == 0) == (budget is None)
     # no read ahead held more than the budget
