@@ -38,10 +38,10 @@ costs about 3 round trips: the label step with the clusters' statistics, the
 log-likelihoods, and one read of the rankings its moves will read (the
 proposals' pairs and the singleton moves' rankings, drawn first; the rankings
 of each proposal's two clusters, up to ``LAUNCH_PREFETCH_VALUES`` ranks in all;
-those of the clusters of one or two). Each
-proposal's launch and decision then run in the client on those rankings, as
-in process; after an accepted move, a proposal reads the rankings it lacks
-(one round trip). A proposal whose two clusters hold more than
+those of the clusters of one or two). Each proposal's launch and decision then
+run in the client on those rankings, as in process; after an accepted move, a
+proposal reads the rankings it lacks (one round trip). A proposal whose two
+clusters hold more than
 ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` ranks (2^20: 100,000 top-10
 rankings) asks the workers instead: the launch's code totals, per launch scan
 the two sides' statistics and the densities, then the final scan's densities
