@@ -1111,15 +1111,22 @@ cdef class MallowsChain:
         slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
     cdef object _clusters_statistics(self, intp_t K):
-        """Rankings held elsewhere: each active cluster's statistics. Those the
-        label step sent with the labels, where it is the step just before and
-        labelled the same clusters (the sequential start may close some after
-        it); else from the holders, one round trip."""
+        """Rankings held elsewhere: each active cluster's statistics, by slot.
+        Those the label step sent with the labels where it is the step just
+        before (the labels are its own) and sent every active slot's (the
+        sequential start closes the clusters it emptied, and moves others to
+        their places); else from the holders, one round trip."""
         slots = np.asarray(<intp_t[:K]> self.slots.active).copy()
         sent, self.label_statistics = self.label_statistics, None
-        if sent is not None and np.array_equal(sent[0], slots):
-            return sent[1]
-        return self.remote.cluster_statistics(np.asarray(self.labels), slots)
+        if sent is not None:
+            by_slot = dict(zip(sent[0].tolist(), sent[1]))
+            kept = [by_slot.get(c) for c in slots.tolist()]
+            if all(statistics is not None for statistics in kept):
+                return kept
+        kept = self.remote.cluster_statistics(np.asarray(self.labels), slots)
+        if any(statistics is None for statistics in kept):
+            raise RuntimeError("an active cluster holds no ranking")
+        return kept
 
     cdef int _update_parameters(self) except -1 nogil:
         """Per cluster, n_gibbs rounds of sigma | theta, data and theta | sigma, data.
@@ -1128,7 +1135,8 @@ cdef class MallowsChain:
         clusters), each from its own counter-based stream keyed by (slot, round):
         the draws do not depend on the number of threads. Other chains update them
         in turn from the chain's stream. With rankings held elsewhere, the
-        clusters' statistics come from their holders first, in one round trip.
+        clusters' statistics come with the label step just before, or else from
+        their holders first, in one round trip (``_clusters_statistics``).
         """
         cdef intp_t a, c, j, tid, K = self.slots.n_active
         cdef int n_threads

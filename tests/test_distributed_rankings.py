@@ -97,8 +97,13 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     monkeypatch.setattr(_subcluster_chain, "SEQUENTIAL_SAMPLE", 50)
     X = two_groups()
     rows = DaskRankings(da.from_array(X, chunks=(chunks, 5)), SerialClient(), 8)
+    asked = _count_calls(rows, "cluster_statistics", lambda *args: None)
     local = make_chain(X, None, seed, sequential_init)
     remote = make_chain(X, rows, seed, sequential_init)
+    # the start's parameters from its clusters' statistics, asked once: the
+    # clusters of the sequential start's label step come with its labels,
+    # those it emptied closed
+    assert len(asked) == 1
     assert_same_sweeps(local, remote, 30)
     # the moves ran: splits and merges were proposed, and from one cluster
     # splits were accepted
