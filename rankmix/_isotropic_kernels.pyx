@@ -218,17 +218,26 @@ cdef struct IsoContext:
     const double* X     # (N, d) row-major data, whitened for fixed
 
 
+cdef inline bint empty_moments(double* out, double n, intp_t d) noexcept nogil:
+    """``out[0]`` <- n; where n is 0, the mean and scatter of the empty set (zeros)
+    too. Whether the set is empty."""
+    cdef intp_t j
+    out[0] = n
+    if n != 0.0:
+        return False
+    for j in range(d + 1):
+        out[1 + j] = 0.0
+    return True
+
+
 cdef void _moments(
         void* context, const intp_t* members, intp_t n, double* out) noexcept nogil:
     """The moments of the rows ``members`` of X (two passes, as ``state_rebuild``)."""
     cdef const Iso* p = (<IsoContext*> context).p
     cdef const double* X = (<IsoContext*> context).X
-    cdef intp_t j, d = p.d
+    cdef intp_t d = p.d
     cdef double* xbar = out + 1
-    out[0] = n
-    if n == 0:
-        for j in range(d + 1):
-            xbar[j] = 0.0
+    if empty_moments(out, n, d):
         return
     members_mean(X, members, n, d, xbar)
     out[1 + d] = add_scatter(p, X, members, n, xbar, 0.0)
@@ -274,10 +283,7 @@ cdef void _state_moments(void* context, const double* s, double* out) noexcept n
     cdef intp_t j, d = p.d
     cdef double n = s[STATE_COUNT], kn = p.kappa + n
     cdef double* xbar = out + 1
-    out[0] = n
-    if n == 0.0:
-        for j in range(d + 1):
-            xbar[j] = 0.0
+    if empty_moments(out, n, d):
         return
     for j in range(d):
         xbar[j] = (kn * s[S_MEAN + j] - p.kappa * p.mean[j]) / n

@@ -2022,8 +2022,7 @@ cdef class MallowsChain:
         clusters are read while they hold at most ``launch_values`` ranks in
         all."""
         cdef intp_t t, a, b, c, n_values = 0
-        cdef signed char[::1] wanted = np.zeros(max(self.slots.capacity, 1),
-                                                dtype=np.int8)
+        cdef signed char[::1] wanted = self._slot_marks()
         for t in range(0, n_pairs, 2):
             a = self.labels[self.move_rows[t]]
             b = self.labels[self.move_rows[t + 1]]
@@ -2034,18 +2033,37 @@ cdef class MallowsChain:
                     and n_values + c <= self.launch_values):
                 n_values += c
                 wanted[a] = wanted[b] = 1
-        for t in range(self.slots.n_active):
-            c = self.slots.active[t]
-            if self.size[c] <= 2:
-                wanted[c] = 1
         self._most_read_ahead = max(self._most_read_ahead, n_values)
-        cdef const intp_t[::1] rows = np.concatenate([
+        self._fetch_array(np.concatenate([
             np.asarray(<intp_t[:n_rows]> self.move_rows) if n_rows
             else np.empty(0, dtype=np.intp),   # (no proposal: N < 2)
-            np.flatnonzero(np.asarray(wanted)[np.asarray(self.labels)]),
-        ]).astype(np.intp)
-        if rows.shape[0]:
-            self._fetch_rows(&rows[0], rows.shape[0])
+            self._rows_of(np.asarray(wanted) | self._slot_marks(small=True)),
+        ]))
+        return 0
+
+    cdef object _slot_marks(self, bint small=False):
+        """A mark per slot (capacity,): none, or (``small``) those of the clusters
+        of one or two rankings, which the singleton moves may read (an absorb
+        may pick a singleton, and a split-off leaves one where it takes a
+        ranking of two)."""
+        cdef intp_t a, c
+        marks = np.zeros(max(self.slots.capacity, 1), dtype=np.int8)
+        if small:
+            for a in range(self.slots.n_active):
+                c = self.slots.active[a]
+                if self.size[c] <= 2:
+                    marks[c] = 1
+        return marks
+
+    cdef object _rows_of(self, marks):
+        """The rankings whose cluster is marked in ``marks`` (``_slot_marks``)."""
+        return np.flatnonzero(np.asarray(marks)[np.asarray(self.labels)])
+
+    cdef int _fetch_array(self, rows) except -1:
+        """``_fetch_rows`` of an array of rankings' indices (any integer dtype)."""
+        cdef const intp_t[::1] wanted = np.ascontiguousarray(rows, dtype=np.intp)
+        if wanted.shape[0]:
+            self._fetch_rows(&wanted[0], wanted.shape[0])
         return 0
 
     cdef int _singleton_phase(self) except -1 nogil:
@@ -2053,16 +2071,13 @@ cdef class MallowsChain:
         and rankings ``_draw_move_rows`` drew.
 
         Rankings held elsewhere: those of the clusters of one or two rankings
-        are read first, in one go (an absorb may pick a singleton, and a
-        split-off leaves one where it takes a ranking of two); a singleton made
-        otherwise is read when picked."""
-        cdef intp_t t, r, n_small = 0, first = 2 * self.n_split_merge
+        (``_slot_marks``) are read first, in one go, where the sweep's read
+        ahead did not read them; a singleton made otherwise is read when
+        picked."""
+        cdef intp_t t, first = 2 * self.n_split_merge
         if self.cache_slot != NULL:
-            for r in range(self.N):   # (local_points as scratch)
-                if self.size[self.labels[r]] <= 2:
-                    self.local_points[n_small] = r
-                    n_small += 1
-            self._fetch_rows(self.local_points, n_small)
+            with gil:
+                self._fetch_array(self._rows_of(self._slot_marks(small=True)))
         for t in range(SINGLETON_MOVES * self.n_split_merge):
             self._singleton_move(self.move_rows[first + t])
         return 0
