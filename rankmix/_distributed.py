@@ -27,6 +27,9 @@ for counts over V features). Each split or merge proposal sends the indices of
 its rows and gets one byte and one double a row back, per launch scan after the
 first (the first weighs a sample of about 1,000 rows, read ahead with the
 anchors, up to ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` values a read).
+Rows read to the client travel as given, except counts, which travel sparse
+(CSR), whatever their chunks: a document brings its distinct words' counts,
+not the vocabulary's width.
 
 A sweep is a few round trips (the label step, the reads, and each launched
 proposal's last scan), so what a round trip costs decides how a chain scales.
@@ -56,6 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
 import numpy as np
+from scipy import sparse
 
 from . import _subcluster_chain as chain_module
 from ._validation import check_sparse_structure
@@ -314,6 +318,7 @@ class DaskRows:
         # the chunks, persisted: they stay on the workers from here on
         self._chunks = client.compute(list(X.to_delayed()[:, 0]))
         self._families = None
+        self._row_values = None
         self._lanes = None
         self._holders = None
         self._holders_lock = threading.Lock()
@@ -425,6 +430,7 @@ class DaskRows:
             self.client.submit(model.family, chunk, pure=False)
             for chunk in self._chunks
         ]
+        self._row_values = None   # (the family decides how rows travel)
         self._drop_holders(self._holders)
         return self
 
@@ -676,7 +682,10 @@ class DaskRows:
 
     def rows(self, indices):
         """The rows ``indices`` (increasing) as given (rescaled, not whitened), from
-        their workers: (len(indices), n_features)."""
+        their workers: (len(indices), n_features), an array, or a CSR matrix for
+        counts bound to their family and for sparse chunks (counts travel
+        sparse: a row of a few hundred words of a vocabulary of tens of
+        thousands sends its few hundred counts)."""
         indices = np.asarray(indices, dtype=np.intp)
         if len(indices) == 0:
             return np.empty((0, self.n_features))
@@ -686,10 +695,18 @@ class DaskRows:
             return indices[parts[c][0] : parts[c][1]] - self.offsets[c]
 
         if self._families is not None:  # bound: the actors hold the rows, no task
-            return np.concatenate(self._submit(_family_rows, local, chunks=chunks))
-        return np.concatenate(
+            return _stacked(self._submit(_family_rows, local, chunks=chunks))
+        return _stacked(
             self._on_lanes(_rows, self._chunks, lambda c: (local(c),), chunks)
         )
+
+    def row_values(self):
+        """(n_rows,) how many values reading each row with ``rows`` brings (its
+        stored counts if it travels sparse, else n_features), from the bound
+        families; found on the workers once (one round trip)."""
+        if self._row_values is None:
+            self._row_values = np.concatenate(self._submit(_family_row_values))
+        return self._row_values
 
 
 def _prior_predictive(family, offset):
@@ -697,14 +714,29 @@ def _prior_predictive(family, offset):
 
 
 def _rows(block, indices):
-    return _dense(block[indices])
+    return _as_sent(block[indices])
 
 
 def _family_rows(family, offset, indices):
-    return _dense(family.rows(indices))
+    return _as_sent(family.rows(indices))
 
 
-def _dense(rows):
-    if hasattr(rows, "toarray"):  # a chunk of scipy.sparse counts
-        rows = rows.toarray()
+def _family_row_values(family, offset):
+    rows = family.rows(np.arange(family.n_points))
+    if hasattr(rows, "tocsr"):
+        return np.diff(rows.tocsr().indptr).astype(np.intp)
+    return np.full(family.n_points, rows.shape[1], dtype=np.intp)
+
+
+def _as_sent(rows):
+    """Rows as they travel: scipy.sparse as CSR, anything else as float64."""
+    if hasattr(rows, "tocsr"):
+        return rows.tocsr()
     return np.array(rows, dtype=np.float64)
+
+
+def _stacked(parts):
+    """Chunks' rows (``_as_sent``) as one: CSR if any part is sparse."""
+    if any(hasattr(part, "tocsr") for part in parts):
+        return sparse.vstack([sparse.csr_matrix(part) for part in parts], format="csr")
+    return np.concatenate(parts)

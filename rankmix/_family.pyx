@@ -17,6 +17,10 @@ cdef class Family:
     """
 
     failure_message = "A cluster's state is not numerically valid."
+    # whether ``rows`` gives a sparse matrix (rows of counts): a chain whose rows
+    # are held elsewhere then counts what a read brings by the rows' stored
+    # values, not by rows x features
+    sparse_rows = False
 
     def copy(self):
         """A family of the same model and data with scratch of its own.

@@ -373,8 +373,19 @@ cdef class MultinomialFamily(Family):
                       _moments_state)
         moments_of_states(&self.c, _state_moments)
 
+    sparse_rows = True
+
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)
+
+    def rows(self, indices):
+        """The rows ``indices`` as a CSR matrix of their stored counts (repeated
+        entries summed), a copy: counts travel sparse, whether the rows were
+        given dense or sparse."""
+        indptr, columns, counts = self.arrays[:3]
+        X = sparse.csr_matrix((counts, columns, indptr),
+                              shape=(self.n_points, self.model.p.V))
+        return X[np.asarray(indices, dtype=np.intp)]
 
     def copy(self):
         """This family itself: the callbacks write nothing (no scratch), so

@@ -122,6 +122,7 @@ then runs where the chain is, and the rows the singleton moves will read
 import copy
 
 import numpy as np
+from scipy import sparse
 
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, log
@@ -157,14 +158,14 @@ from ._slots cimport grow_array
 ROW_BLOCK = 65536
 
 # Rows held elsewhere: at most this many values of the rows launches read ahead
-# are read to the client. Here, rows x features of the first scans' samples in
-# one read (``SubclusterChain._read_ahead``: one a sweep, and one more after each
-# accepted move); launches past it run their first scan where the rows are. For rankings (``_mallows_chain``), ranks of a proposal's
-# two clusters, whose launch and decision then run in the client. About 8 MB, a
-# few milliseconds on a network, against round trips of tens of milliseconds
-# saved (samples of rows of thousands of counts exceed it, and keep their round
-# trip); 0 reads none ahead. A Python global, read when a chain is made, so that
-# tests can change it.
+# are read to the client. Here, the values of the first scans' samples in one
+# read (``SubclusterChain._read_ahead``: one a sweep, and one more after each
+# accepted move): rows x features, or for counts, which travel sparse, their
+# stored counts; launches past it run their first scan where the rows are. For
+# rankings (``_mallows_chain``), ranks of a proposal's two clusters, whose launch
+# and decision then run in the client. About 8 MB, a few milliseconds on a
+# network, against round trips of tens of milliseconds saved; 0 reads none
+# ahead. A Python global, read when a chain is made, so that tests can change it.
 LAUNCH_PREFETCH_VALUES = 1 << 20
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
@@ -487,6 +488,8 @@ cdef class SubclusterChain(CollapsedChain):
     cdef dict row_cache              # remote: rows read this sweep, by index
     cdef dict launch_samples         # remote: the first scans' samples read, by proposal
     cdef intp_t prefetch_values      # remote: LAUNCH_PREFETCH_VALUES when made
+    cdef object row_values           # remote: values a read of each row brings
+                                     # (None: n_features; rows of counts: theirs)
     cdef object scan_moments         # remote: the moments the last scan sent back
     cdef intp_t* singleton_rows      # (10 n_split_merge,) the singleton proposals
     cdef ConjugateFamily row_table
@@ -587,6 +590,8 @@ cdef class SubclusterChain(CollapsedChain):
         self.row_cache = {}
         self.launch_samples = {}
         self.prefetch_values = LAUNCH_PREFETCH_VALUES
+        self.row_values = (remote.row_values() if remote is not None
+                           and family.sparse_rows and self.prefetch_values > 0 else None)
         super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
                          bit_generator, None, 1e-32, 0, sequential_init,
                          None if remote is None else remote.prior_predictive())
@@ -746,9 +751,36 @@ cdef class SubclusterChain(CollapsedChain):
                            if int(row) not in self.row_cache], dtype=np.intp)
         if len(wanted) == 0:
             return 0
-        for row, x in zip(wanted, self.remote.rows(wanted)):
-            self.row_cache[int(row)] = np.ascontiguousarray(x, dtype=np.float64)
+        x = self.remote.rows(wanted)
+        if hasattr(x, "tocsr"):   # counts, sparse: each row's (columns, counts)
+            x = x.tocsr()
+            bounds = x.indptr
+            for k, row in enumerate(wanted):
+                self.row_cache[int(row)] = (x.indices[bounds[k]:bounds[k + 1]],
+                                            x.data[bounds[k]:bounds[k + 1]])
+            return 0
+        for row, values in zip(wanted, x):
+            self.row_cache[int(row)] = np.ascontiguousarray(values, dtype=np.float64)
         return 0
+
+    cdef object _cached_rows(self, rows):
+        """The rows ``rows`` read into ``row_cache``, in that order, as one
+        matrix to bind a family to: dense, or CSR as they were read."""
+        parts = [self.row_cache[int(row)] for row in rows]
+        if not isinstance(parts[0], tuple):
+            return np.vstack(parts)
+        indptr = np.zeros(len(parts) + 1, dtype=np.intp)
+        np.cumsum([len(columns) for columns, _ in parts], out=indptr[1:])
+        return sparse.csr_matrix(
+            (np.concatenate([counts for _, counts in parts]),
+             np.concatenate([columns for columns, _ in parts]), indptr),
+            shape=(len(parts), self.remote.n_features))
+
+    cdef intp_t _read_values(self, rows) except -1:
+        """How many values reading ``rows`` brings (``row_values``)."""
+        if self.row_values is None:
+            return len(rows) * max(1, self.remote.n_features)
+        return int(np.sum(self.row_values[rows]))
 
     cdef object _key_array(self):
         """The rows' Philox key, as an array to send where the rows are."""
@@ -771,7 +803,7 @@ cdef class SubclusterChain(CollapsedChain):
         with gil:
             if row not in self.row_cache:
                 self._fetch_rows(np.array([row], dtype=np.intp))
-            self.row_family = self.family.rebound(self.row_cache[row].reshape(1, -1))
+            self.row_family = self.family.rebound(self._cached_rows([row]))
             self.row_table = (<Family> self.row_family).c
         point[0] = 0
         return &self.row_table
@@ -1023,13 +1055,15 @@ cdef class SubclusterChain(CollapsedChain):
         With ``n_launch`` >= 2 a first scan weighs only its sample, and which
         rows are in it is known here: each row's own draw decides
         (``_first_sample``). A read holds samples of at most
-        ``LAUNCH_PREFETCH_VALUES`` values (rows x features) in all. A launch
+        ``LAUNCH_PREFETCH_VALUES`` values in all (rows x features, or the rows'
+        stored counts: ``_read_values``). A launch
         whose rows were not read asks the rows' holder (``_pair_states``,
         ``_scan``), and the chain's own stream is left as it was: the draws do
         not depend on the guesses.
         """
-        cdef intp_t t, m, c_a, c_b, i, j, n_values = 0
-        cdef intp_t width = max(1, self.remote.n_features)
+        cdef intp_t t, m, c_a, c_b, i, j, values, n_values = 0
+        cdef double row_width = (max(1, self.remote.n_features) if self.row_values is None
+                                 else max(1.0, np.mean(self.row_values)))
         cdef int kind
         cdef double log_u
         cdef bitgen_t* rng
@@ -1048,12 +1082,13 @@ cdef class SubclusterChain(CollapsedChain):
                 continue
             m = self._launch_set(c_a, c_b, i, j)
             # (a sample far past the room left is not drawn: m draws here)
-            if n_values + 0.5 * self._launch_rate(m) * m * width > self.prefetch_values:
+            if n_values + 0.5 * self._launch_rate(m) * m * row_width > self.prefetch_values:
                 continue
             sample = self._first_sample(sweep, t, m)
-            if n_values + len(sample) * width > self.prefetch_values:
+            values = self._read_values(sample)
+            if n_values + values > self.prefetch_values:
                 continue
-            n_values += len(sample) * width
+            n_values += values
             samples[t] = (self._launch_key(i, j, m), sample)
             wanted.append(sample)
         # the singleton phase's rows: its draws come next in the stream (each
@@ -1365,8 +1400,7 @@ cdef class SubclusterChain(CollapsedChain):
         """
         cdef intp_t n = len(sample)
         rows = np.union1d(sample, np.array([i, j], dtype=np.intp)).astype(np.intp)
-        cdef Family here = self.family.rebound(
-            np.vstack([self.row_cache[r] for r in rows]))
+        cdef Family here = self.family.rebound(self._cached_rows(rows))
         cdef const intp_t[::1] global_rows = rows
         cdef const intp_t[::1] sampled = np.ascontiguousarray(sample, dtype=np.intp)
         cdef const intp_t[::1] points = np.searchsorted(rows, sample).astype(np.intp)
