@@ -1,4 +1,26 @@
-"""Round trips to the Dask workers of a chain whose rows stay there."""
+"""Round trips to the Dask workers of a chain whose rows stay there, and the
+rows it reads from them."""
+
+
+def _per_sweep(rows, name, chain, n_sweeps, measure):
+    """The mean of ``measure(result)`` summed over the calls of ``rows.<name>``
+    a sweep, over ``n_sweeps`` calls of ``chain.sweep()``."""
+    total = 0
+    method = getattr(rows, name)
+
+    def counting(*args, **kwargs):
+        nonlocal total
+        result = method(*args, **kwargs)
+        total += measure(result)
+        return result
+
+    setattr(rows, name, counting)
+    try:
+        for _ in range(n_sweeps):
+            chain.sweep()
+    finally:
+        delattr(rows, name)
+    return total / n_sweeps
 
 
 def round_trips_per_sweep(rows, chain, n_sweeps=5):
@@ -9,18 +31,17 @@ def round_trips_per_sweep(rows, chain, n_sweeps=5):
     ``DaskRankings``); once they are bound, each of its operations is one call
     to the workers' actors (``_submit``), one round trip.
     """
-    calls = 0
-    submit = rows._submit
+    return _per_sweep(rows, "_submit", chain, n_sweeps, lambda result: 1)
 
-    def counting(*args, **kwargs):
-        nonlocal calls
-        calls += 1
-        return submit(*args, **kwargs)
 
-    rows._submit = counting
-    try:
-        for _ in range(n_sweeps):
-            chain.sweep()
-    finally:
-        del rows._submit
-    return calls / n_sweeps
+def megabytes_read_per_sweep(rows, chain, n_sweeps=5):
+    """The mean megabytes of rows the chain reads from the workers a sweep
+    (``rows.rows``: dense rows, or counts as CSR matrices), over ``n_sweeps``
+    calls of ``chain.sweep()``."""
+
+    def size(read):
+        if hasattr(read, "tocsr"):
+            return read.data.nbytes + read.indices.nbytes + read.indptr.nbytes
+        return read.nbytes
+
+    return _per_sweep(rows, "rows", chain, n_sweeps, size) / 1e6

@@ -33,7 +33,12 @@ Sections (``--sections``, all by default):
   ``LocalCluster`` of 2 worker processes (more with ``--workers``): seconds per
   sweep of the chain on the workers, the client's peak memory, and the seconds
   per sweep of the same chain in process on one thread over the same sweeps
-  (whose draws, checked, are identical).
+  (whose draws, checked, are identical), and the round trips to the workers and
+  megabytes of rows read from them a sweep.
+* ``dask_counts``: the same for ``DPMultinomialClustering``'s sub-cluster
+  sampler on documents of 100 words over a vocabulary of 10,000 from 20 topics
+  (262,144 documents, 131,072 with ``--quick``), generated on the workers as
+  scipy.sparse chunks of 65,536 rows.
 
 Every time is the median of ``--repeats`` runs (fresh data seed and random_state
 per repeat), each method on the same data in the same process.
@@ -41,7 +46,7 @@ per repeat), each method on the same data in the same process.
 Usage::
 
     python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
-        [--sections dpmm liang defaults scale dask] [--n-iter 60]
+        [--sections dpmm liang defaults scale dask dask_counts] [--n-iter 60]
         [--threads 1 2] [--workers 2]
 """
 
@@ -62,16 +67,16 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _dask_trips import round_trips_per_sweep  # noqa: E402
+from _dask_trips import megabytes_read_per_sweep, round_trips_per_sweep  # noqa: E402
 from _liang import chain_factory, make_data  # noqa: E402
 from _machine import print_machine  # noqa: E402
-from scipy import stats  # noqa: E402
+from scipy import sparse, stats  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 from sklearn.mixture import BayesianGaussianMixture  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from rankmix import DPGaussianClustering  # noqa: E402
+from rankmix import DPGaussianClustering, DPMultinomialClustering  # noqa: E402
 
 DPMM_REPORTED_SECONDS = 0.6
 
@@ -317,9 +322,6 @@ def _blob_chunk(block_info=None, d=10, k=20, mean_variance=20.0):
 
 
 def section_dask(args):
-    import dask.array as da
-    from distributed import Client, LocalCluster
-
     n = 100_000 if args.quick else 1_000_000
     chunk = 131_072   # 2 row blocks of 65,536
     chunks = ((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()), (10,))
@@ -328,12 +330,24 @@ def section_dask(args):
           "sweep of the sub-cluster sampler with the rows on the workers, against "
           "the same chain in process on 1 thread; the rows are generated on the "
           "workers ==")
+    run_on_workers(args, DPGaussianClustering, chunks, _blob_chunk,
+                   np.empty((0, 10)), f"(the data: {n * 10 * 8 / 2**30:.2f} GiB, "
+                   "on the workers)")
+
+
+def run_on_workers(args, estimator, chunks, make_chunk, meta, data):
+    """Seconds per sweep of ``estimator``'s sub-cluster chain on the rows
+    ``make_chunk`` makes on the workers of each cluster, its round trips and
+    rows read, and of the same chain in process (the draws compared)."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
     labels = {}
     for workers in args.workers:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster):
-            X = da.map_blocks(_blob_chunk, chunks=chunks, dtype=np.float64)
-            model = DPGaussianClustering(sampler="subcluster", random_state=0)
+            X = da.map_blocks(make_chunk, chunks=chunks, dtype=meta.dtype, meta=meta)
+            model = estimator(sampler="subcluster", random_state=0)
             start = time.perf_counter()
             make_chain, rows = chain_factory(model, X)
             chain = make_chain(np.random.PCG64(0))
@@ -344,17 +358,18 @@ def section_dask(args):
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             print(f"Dask, {workers} workers: {dask_sweep:.3f} s per sweep "
                   f"({chain.n_clusters} clusters); peak resident memory of the "
-                  f"client: {peak:.2f} GiB (the data: {n * 10 * 8 / 2**30:.2f} GiB, "
-                  "on the workers)")
+                  f"client: {peak:.2f} GiB {data}")
             labels[workers] = (chain.snapshot()[0], dask_sweep)
             print(f"round trips to the workers a sweep: "
-                  f"{round_trips_per_sweep(rows, chain):.1f} (5 more sweeps)")
+                  f"{round_trips_per_sweep(rows, chain):.1f}; rows read a sweep: "
+                  f"{megabytes_read_per_sweep(rows, chain):.2f} MB (5 more sweeps "
+                  "each)")
             if len(labels) == 1:
                 X_here = X.compute()
     # the same chain with the rows in process, on the same sweeps: identical
     # draws, so identical work
-    make_chain, _ = chain_factory(DPGaussianClustering(sampler="subcluster",
-                                                       random_state=0), X_here)
+    make_chain, _ = chain_factory(estimator(sampler="subcluster", random_state=0),
+                                  X_here)
     here = make_chain(np.random.PCG64(0))
     here.sweep(3)
     in_process = timed_sweeps(here, 2, args.repeats, 1)
@@ -365,13 +380,49 @@ def section_dask(args):
               f"{bool(np.array_equal(here.snapshot()[0], their_labels))}")
 
 
+def _topic_chunk(block_info=None, n_words=10_000, n_topics=20, length=100):
+    """One chunk of documents of ``length`` words, each from one of ``n_topics``
+    topics (Dirichlet(0.1) over the words), as CSR counts, made on its worker
+    from its position."""
+    start, stop = block_info[None]["array-location"][0]
+    topics = np.random.default_rng(0).dirichlet(np.full(n_words, 0.1), size=n_topics)
+    bounds = np.cumsum(topics, axis=1)
+    rng = np.random.default_rng([2, start])
+    n = stop - start
+    topic = rng.integers(n_topics, size=n)
+    words = np.empty((n, length), dtype=np.intp)
+    for t in range(n_topics):
+        mine = np.flatnonzero(topic == t)
+        words[mine] = np.minimum(
+            np.searchsorted(bounds[t], rng.random((len(mine), length))), n_words - 1)
+    return sparse.csr_matrix(
+        (np.ones(n * length, dtype=np.int64), (np.repeat(np.arange(n), length),
+                                               words.ravel())),
+        shape=(n, n_words))
+
+
+def section_dask_counts(args):
+    n = 131_072 if args.quick else 262_144
+    chunk = 65_536   # one row block
+    chunks = ((chunk,) * (n // chunk), (10_000,))
+    print(f"\n== N = {n:,} documents of 100 words, vocabulary 10,000, 20 topics, "
+          f"on a LocalCluster of {args.workers} worker processes (1 thread each; "
+          f"scipy.sparse chunks of {chunk:,} rows): DPMultinomialClustering's "
+          "sub-cluster sampler with the counts on the workers, against the same "
+          "chain in process on 1 thread; the counts are generated on the workers ==")
+    meta = sparse.csr_matrix((0, 10_000), dtype=np.int64)
+    run_on_workers(args, DPMultinomialClustering, chunks, _topic_chunk, meta,
+                   f"(the data: {n * 100 * 16 / 2**30:.2f} GiB as CSR, on the workers)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-iter", type=int, default=60)
     parser.add_argument("--sections", nargs="*",
-                        default=["dpmm", "liang", "defaults", "scale", "dask"])
+                        default=["dpmm", "liang", "defaults", "scale", "dask",
+                                 "dask_counts"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="OpenMP threads of the scale section's chains")
     parser.add_argument("--workers", type=int, nargs="+", default=[2],
