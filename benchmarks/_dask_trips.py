@@ -1,6 +1,8 @@
 """Round trips to the Dask workers of a chain whose rows stay there, and the
 rows it reads from them."""
 
+import pickle
+
 
 def _per_sweep(rows, name, chain, n_sweeps, measure):
     """The mean of ``measure(result)`` summed over the calls of ``rows.<name>``
@@ -32,6 +34,16 @@ def round_trips_per_sweep(rows, chain, n_sweeps=5):
     to the workers' actors (``_submit``), one round trip.
     """
     return _per_sweep(rows, "_submit", chain, n_sweeps, lambda result: 1)
+
+
+def megabytes_from_workers_per_sweep(rows, chain, n_sweeps=5):
+    """The mean megabytes the workers send back a sweep (the pickled results of
+    the calls to their actors: labels, block moments, scans, rows read), over
+    ``n_sweeps`` calls of ``chain.sweep()``."""
+    return _per_sweep(
+        rows, "_submit", chain, n_sweeps,
+        lambda result: len(pickle.dumps(result, protocol=5)),
+    ) / 1e6
 
 
 def megabytes_read_per_sweep(rows, chain, n_sweeps=5):

@@ -67,7 +67,11 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _dask_trips import megabytes_read_per_sweep, round_trips_per_sweep  # noqa: E402
+from _dask_trips import (  # noqa: E402
+    megabytes_from_workers_per_sweep,
+    megabytes_read_per_sweep,
+    round_trips_per_sweep,
+)
 from _liang import chain_factory, make_data  # noqa: E402
 from _machine import print_machine  # noqa: E402
 from scipy import sparse, stats  # noqa: E402
@@ -361,9 +365,10 @@ def run_on_workers(args, estimator, chunks, make_chunk, meta, data):
                   f"client: {peak:.2f} GiB {data}")
             labels[workers] = (chain.snapshot()[0], dask_sweep)
             print(f"round trips to the workers a sweep: "
-                  f"{round_trips_per_sweep(rows, chain):.1f}; rows read a sweep: "
-                  f"{megabytes_read_per_sweep(rows, chain):.2f} MB (5 more sweeps "
-                  "each)")
+                  f"{round_trips_per_sweep(rows, chain):.1f}; sent back a sweep: "
+                  f"{megabytes_from_workers_per_sweep(rows, chain):.2f} MB in all, "
+                  f"of which rows read {megabytes_read_per_sweep(rows, chain):.2f} "
+                  "MB (5 more sweeps each)")
             if len(labels) == 1:
                 X_here = X.compute()
     # the same chain with the rows in process, on the same sweeps: identical
@@ -412,7 +417,8 @@ def section_dask_counts(args):
           "chain in process on 1 thread; the counts are generated on the workers ==")
     meta = sparse.csr_matrix((0, 10_000), dtype=np.int64)
     run_on_workers(args, DPMultinomialClustering, chunks, _topic_chunk, meta,
-                   f"(the data: {n * 100 * 16 / 2**30:.2f} GiB as CSR, on the workers)")
+                   f"(the data: at most {n * 100 * 12 / 2**30:.2f} GiB as CSR, on the "
+                   "workers)")
 
 
 def main():

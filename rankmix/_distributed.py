@@ -685,7 +685,7 @@ class DaskRows:
         their workers: (len(indices), n_features), an array, or a CSR matrix for
         counts bound to their family and for sparse chunks (counts travel
         sparse: a row of a few hundred words of a vocabulary of tens of
-        thousands sends its few hundred counts)."""
+        thousands sends its few hundred counts); no rows, an empty array."""
         indices = np.asarray(indices, dtype=np.intp)
         if len(indices) == 0:
             return np.empty((0, self.n_features))

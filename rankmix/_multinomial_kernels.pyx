@@ -379,13 +379,20 @@ cdef class MultinomialFamily(Family):
         return MultinomialFamily, (self.model, self.data)
 
     def rows(self, indices):
-        """The rows ``indices`` as a CSR matrix of their stored counts (repeated
-        entries summed), a copy: counts travel sparse, whether the rows were
-        given dense or sparse."""
+        """The rows ``indices`` (0 to n_points - 1) as a CSR matrix of their
+        stored counts (repeated entries summed), a copy: counts travel sparse,
+        whether the rows were given dense or sparse. O(the rows' stored
+        counts), gathered from the family's arrays."""
         indptr, columns, counts = self.arrays[:3]
-        X = sparse.csr_matrix((counts, columns, indptr),
-                              shape=(self.n_points, self.model.p.V))
-        return X[np.asarray(indices, dtype=np.intp)]
+        indices = np.asarray(indices, dtype=np.intp)
+        starts = indptr[indices]
+        lengths = indptr[indices + 1] - starts
+        out = np.zeros(len(indices) + 1, dtype=np.intp)
+        np.cumsum(lengths, out=out[1:])
+        # each entry's place in the arrays: its row's start, plus its rank in it
+        taken = np.repeat(starts - out[:-1], lengths) + np.arange(out[-1])
+        return sparse.csr_matrix((counts[taken], columns[taken], out),
+                                 shape=(len(indices), self.model.p.V))
 
     def copy(self):
         """This family itself: the callbacks write nothing (no scratch), so

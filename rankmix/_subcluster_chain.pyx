@@ -161,11 +161,12 @@ ROW_BLOCK = 65536
 # are read to the client. Here, the values of the first scans' samples in one
 # read (``SubclusterChain._read_ahead``: one a sweep, and one more after each
 # accepted move): rows x features, or for counts, which travel sparse, their
-# stored counts; launches past it run their first scan where the rows are. For
-# rankings (``_mallows_chain``), ranks of a proposal's two clusters, whose launch
-# and decision then run in the client. About 8 MB, a few milliseconds on a
-# network, against round trips of tens of milliseconds saved; 0 reads none
-# ahead. A Python global, read when a chain is made, so that tests can change it.
+# stored counts and one more a row; launches past it run their first scan where
+# the rows are. For rankings (``_mallows_chain``), ranks of a proposal's two
+# clusters, whose launch and decision then run in the client. About 8 MB of
+# doubles (12 bytes a stored count), a few milliseconds on a network, against
+# round trips of tens of milliseconds saved; 0 reads none ahead. A Python
+# global, read when a chain is made, so that tests can change it.
 LAUNCH_PREFETCH_VALUES = 1 << 20
 
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
@@ -488,8 +489,9 @@ cdef class SubclusterChain(CollapsedChain):
     cdef dict row_cache              # remote: rows read this sweep, by index
     cdef dict launch_samples         # remote: the first scans' samples read, by proposal
     cdef intp_t prefetch_values      # remote: LAUNCH_PREFETCH_VALUES when made
-    cdef object row_values           # remote: values a read of each row brings
-                                     # (None: n_features; rows of counts: theirs)
+    cdef object row_values           # remote: stored counts of each row of counts
+                                     # (None: rows travel dense)
+    cdef double mean_row_values      # remote: values a read brings a row, on average
     cdef object scan_moments         # remote: the moments the last scan sent back
     cdef intp_t* singleton_rows      # (10 n_split_merge,) the singleton proposals
     cdef ConjugateFamily row_table
@@ -592,6 +594,9 @@ cdef class SubclusterChain(CollapsedChain):
         self.prefetch_values = LAUNCH_PREFETCH_VALUES
         self.row_values = (remote.row_values() if remote is not None
                            and family.sparse_rows and self.prefetch_values > 0 else None)
+        if remote is not None:
+            self.mean_row_values = (max(1, remote.n_features) if self.row_values is None
+                                    else 1.0 + np.mean(self.row_values))
         super().__init__(family, alpha, False, 0, alpha_prior, init_clusters,
                          bit_generator, None, 1e-32, 0, sequential_init,
                          None if remote is None else remote.prior_predictive())
@@ -777,10 +782,19 @@ cdef class SubclusterChain(CollapsedChain):
             shape=(len(parts), self.remote.n_features))
 
     cdef intp_t _read_values(self, rows) except -1:
-        """How many values reading ``rows`` brings (``row_values``)."""
+        """How many values reading ``rows`` brings, counted before the read: a
+        dense row n_features, a row of counts its stored counts and one more
+        (its end, in the read's index)."""
         if self.row_values is None:
             return len(rows) * max(1, self.remote.n_features)
-        return int(np.sum(self.row_values[rows]))
+        return int(np.sum(self.row_values[rows])) + len(rows)
+
+    cdef intp_t _values_read(self, rows) except -1:
+        """How many values the rows ``rows`` brought when read (``row_cache``),
+        counted as ``_read_values`` counts them."""
+        if len(rows) == 0 or not isinstance(self.row_cache[int(rows[0])], tuple):
+            return len(rows) * max(1, self.remote.n_features)
+        return sum(len(self.row_cache[int(row)][0]) for row in rows) + len(rows)
 
     cdef object _key_array(self):
         """The rows' Philox key, as an array to send where the rows are."""
@@ -1062,8 +1076,6 @@ cdef class SubclusterChain(CollapsedChain):
         not depend on the guesses.
         """
         cdef intp_t t, m, c_a, c_b, i, j, values, n_values = 0
-        cdef double row_width = (max(1, self.remote.n_features) if self.row_values is None
-                                 else max(1.0, np.mean(self.row_values)))
         cdef int kind
         cdef double log_u
         cdef bitgen_t* rng
@@ -1082,7 +1094,8 @@ cdef class SubclusterChain(CollapsedChain):
                 continue
             m = self._launch_set(c_a, c_b, i, j)
             # (a sample far past the room left is not drawn: m draws here)
-            if n_values + 0.5 * self._launch_rate(m) * m * row_width > self.prefetch_values:
+            if (n_values + 0.5 * self._launch_rate(m) * m * self.mean_row_values
+                    > self.prefetch_values):
                 continue
             sample = self._first_sample(sweep, t, m)
             values = self._read_values(sample)
@@ -1102,7 +1115,9 @@ cdef class SubclusterChain(CollapsedChain):
         if wanted:
             self._fetch_rows(np.concatenate(wanted))
         self.launch_samples = samples
-        self._most_read_ahead = max(self._most_read_ahead, n_values)
+        # what the samples brought, as read (the budget above counted it ahead)
+        self._most_read_ahead = max(self._most_read_ahead, sum(
+            [self._values_read(sample) for _, sample in samples.values()]))
         return 0
 
     cdef bint _propose(self, uint64_t sweep, intp_t t) except -1 nogil:
