@@ -22,8 +22,10 @@ on the chunks, the workers or the threads.
 
 What travels per sweep: the labels (8 bytes a row, both ways), the parameters
 (K x the family's parameter width) and, back, the moments of each block's
-clusters (blocks x K x (1 + d + d^2) doubles for ``full``, blocks x K x (5 + V)
-for counts over V features). Each split or merge proposal sends the indices of
+clusters (blocks x K x (1 + d + d^2) doubles for ``full``). For counts over V
+features, blocks x K x 5 doubles, and from each chunk its clusters' word counts
+summed over its blocks (K x V, sparse where most are 0): integers, exact in any
+order (``SplitMoments``). Each split or merge proposal sends the indices of
 its rows and gets one byte and one double a row back, per launch scan after the
 first (the first weighs a sample of about 1,000 rows, read ahead with the
 anchors, up to ``_subcluster_chain.LAUNCH_PREFETCH_VALUES`` values a read).
@@ -584,16 +586,16 @@ class DaskRows:
     def label_step(self, labels, *args):
         """``rows_label_step`` on every chunk, with its part of ``labels``: the new
         labels, and the block moments of the rows by their new clusters."""
-        parts = self._submit(chain_module.rows_label_step, self._slice(labels), *args)
+        parts = self._submit(_label_step, self._slice(labels), *args)
         return (
             np.concatenate([labels for labels, _ in parts]),
-            np.concatenate([moments for _, moments in parts]),
+            chain_module.joined_moments([moments for _, moments in parts]),
         )
 
     def group_partials(self, labels, *args):
         """``rows_group_moments`` on every chunk: block moments by cluster."""
-        return np.concatenate(
-            self._submit(chain_module.rows_group_moments, self._slice(labels), *args)
+        return chain_module.joined_moments(
+            self._submit(_group_moments, self._slice(labels), *args)
         )
 
     def cluster_states(self, family, labels, n_clusters):
@@ -626,14 +628,14 @@ class DaskRows:
             return np.empty((0, n_groups, 0))
         chunks, parts = self._split(rows)
         out = self._submit(
-            chain_module.rows_moments,
+            _moments,
             lambda c: rows[parts[c][0] : parts[c][1]],
             lambda c: groups[parts[c][0] : parts[c][1]],
             n_groups,
             row_block,
             chunks=chunks,
         )
-        return np.concatenate(out)
+        return chain_module.joined_moments(out)
 
     def scan(
         self,
@@ -656,7 +658,7 @@ class DaskRows:
         """A launch scan over ``rows`` on the chunks holding them or i or j."""
         chunks, parts = self._split(rows, i, j)
         out = self._submit(
-            chain_module.rows_scan,
+            _scan,
             lambda c: rows[parts[c][0] : parts[c][1]],
             key,
             sweep,
@@ -677,7 +679,7 @@ class DaskRows:
         return (
             np.concatenate([proposed for proposed, _, _ in out]),
             np.concatenate([log_q for _, log_q, _ in out]),
-            np.concatenate([moments for _, _, moments in out]),
+            chain_module.joined_moments([moments for _, _, moments in out]),
         )
 
     def rows(self, indices):
@@ -711,6 +713,32 @@ class DaskRows:
 
 def _prior_predictive(family, offset):
     return family.log_prior_predictive()
+
+
+# The chain's operations on a chunk, their block moments as they travel
+# (``packed_moments``: counts' summed over the chunk's blocks, sparse).
+
+
+def _label_step(family, offset, *args):
+    labels, moments = chain_module.rows_label_step(family, offset, *args)
+    return labels, chain_module.packed_moments(family, moments)
+
+
+def _group_moments(family, offset, *args):
+    return chain_module.packed_moments(
+        family, chain_module.rows_group_moments(family, offset, *args)
+    )
+
+
+def _moments(family, offset, *args):
+    return chain_module.packed_moments(
+        family, chain_module.rows_moments(family, offset, *args)
+    )
+
+
+def _scan(family, offset, *args):
+    allocation, log_q, moments = chain_module.rows_scan(family, offset, *args)
+    return allocation, log_q, chain_module.packed_moments(family, moments)
 
 
 def _rows(block, indices):

@@ -21,6 +21,10 @@ cdef class Family:
     # are held elsewhere then counts what a read brings by the rows' stored
     # values, not by rows x features
     sparse_rows = False
+    # None, or H: the block moments' columns from H on hold integers that
+    # ``moments_merge`` adds (the same sum in any order), so rows held elsewhere
+    # send them summed over their blocks (``_subcluster_chain.SplitMoments``)
+    exact_moments_from = None
 
     def copy(self):
         """A family of the same model and data with scratch of its own.

@@ -374,6 +374,7 @@ cdef class MultinomialFamily(Family):
         moments_of_states(&self.c, _state_moments)
 
     sparse_rows = True
+    exact_moments_from = S_COUNTS   # the counts (n and T too, but kept by block)
 
     def __reduce__(self):
         return MultinomialFamily, (self.model, self.data)

@@ -128,7 +128,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
-from libc.string cimport memcpy, memmove
+from libc.string cimport memcpy, memmove, memset
 from numpy.random cimport bitgen_t
 
 from ._collapsed_chain cimport CollapsedChain
@@ -413,6 +413,28 @@ cdef void fold_partials(
         f.moments_merge(f.segments.context, acc, partials + (b * n_groups + group) * M)
 
 
+cdef void fold_split(
+        const ConjugateFamily* f, const double* headers, intp_t n_blocks,
+        intp_t n_groups, intp_t group, intp_t H, const double* exact, double* acc,
+        double* part) noexcept nogil:
+    """``acc`` <- one group's block moments merged in block order, as
+    ``fold_partials`` merges them, from ``SplitMoments``: their first H columns
+    by block (``headers[b, group]`` of an (n_blocks, n_groups, H) array) and the
+    sums over the blocks of the others (``exact``, M - H). Those columns hold
+    integers that the family's merge adds (``Family.exact_moments_from``), so
+    their sum is the same in any order and the merge is ``fold_partials``'s to
+    the bit. ``part`` is scratch of M doubles."""
+    cdef intp_t b, k, M = f.moments_width
+    acc[0] = 0.0
+    memset(part + H, 0, (M - H) * sizeof(double))
+    for b in range(n_blocks):
+        memcpy(part, headers + (b * n_groups + group) * H, H * sizeof(double))
+        f.moments_merge(f.segments.context, acc, part)
+    if acc[STATE_COUNT] != 0.0:   # (an empty group's moments hold only their count)
+        for k in range(M - H):
+            acc[H + k] += exact[k]
+
+
 cdef void group_moments(
         const ConjugateFamily* f, intp_t n_rows, const intp_t* groups, intp_t n_groups,
         intp_t row_block, double* out, intp_t* order, intp_t* counts,
@@ -686,11 +708,10 @@ cdef class SubclusterChain(CollapsedChain):
             status = family_rebuild(&self.f, state, points, n)
         elif self.remote is not None:
             with gil:
-                partials = np.ascontiguousarray(self.remote.row_partials(
+                status = self._group_state(self.remote.row_partials(
                     np.asarray(<const intp_t[:n]> points).copy() if n
                     else np.empty(0, np.intp), np.zeros(n, np.intp), 1,
-                    self.row_block), dtype=np.float64)
-                status = self._state_from_partials(partials, 0, state)
+                    self.row_block), 0, state)
         elif n < PARALLEL_LAUNCH_ROWS or self._n_threads(n) == 1:
             status = blocked_state(&self.f, state, points, n, self.row_block,
                                    self.moments_scratch, self.moments_scratch + self.M)
@@ -740,10 +761,46 @@ cdef class SubclusterChain(CollapsedChain):
                       group, self.moments_scratch)
         return self.f.moments_state(self.f.segments.context, self.moments_scratch, state)
 
+    cdef int _state_from_split(self, split, intp_t group, double* state) except? -1:
+        """``state`` <- one group's state from ``SplitMoments``."""
+        cdef const double[:, :, ::1] headers = split.headers
+        cdef const double[:, ::1] exact = split.exact
+        cdef intp_t H = headers.shape[2]
+        if (H != self.family.exact_moments_from or exact.shape[1] != self.M - H
+                or not 0 <= group < headers.shape[1] == exact.shape[0]):
+            raise RuntimeError(
+                f"the rows' moments have shapes {np.shape(split.headers)} and "
+                f"{np.shape(split.exact)}, not (blocks, > {group}, "
+                f"{self.family.exact_moments_from}) and (> {group}, "
+                f"{self.M - (self.family.exact_moments_from or 0)})")
+        if headers.shape[0] == 0:
+            family_reset(&self.f, state)
+            return 0
+        fold_split(&self.f, &headers[0, 0, 0], headers.shape[0], headers.shape[1], group,
+                   H, &exact[group, 0], self.moments_scratch,
+                   self.moments_scratch + self.M)
+        return self.f.moments_state(self.f.segments.context, self.moments_scratch, state)
+
+    cdef int _group_state(self, partials, intp_t group, double* state) except? -1:
+        """``state`` <- one group's state from block moments sent back by the rows'
+        holder: an (n_blocks, n_groups, M) array, or ``SplitMoments``."""
+        if isinstance(partials, SplitMoments):
+            return self._state_from_split(partials, group, state)
+        return self._state_from_partials(
+            np.ascontiguousarray(partials, dtype=np.float64), group, state)
+
     cdef int _states_from_partials(self, partials) except -1:
-        """Every active cluster's state from block moments grouped by active index."""
+        """Every active cluster's state from block moments grouped by active index
+        (an array or ``SplitMoments``)."""
         cdef intp_t a
-        cdef double[:, :, ::1] table = np.ascontiguousarray(partials, dtype=np.float64)
+        cdef double[:, :, ::1] table
+        if isinstance(partials, SplitMoments):
+            for a in range(self.slots.n_active):
+                if self._state_from_split(partials, a,
+                                          self._state(self.slots.active[a])) < 0:
+                    self._fail()
+            return 0
+        table = np.ascontiguousarray(partials, dtype=np.float64)
         for a in range(self.slots.n_active):
             if self._state_from_partials(table, a, self._state(self.slots.active[a])) < 0:
                 self._fail()
@@ -1450,10 +1507,9 @@ cdef class SubclusterChain(CollapsedChain):
 
     cdef int _states_from_scan(self, double* first, double* second) except -1:
         """The two sides' states from the moments of the last scan."""
-        moments = np.ascontiguousarray(self.scan_moments, dtype=np.float64)
-        self.scan_moments = None
-        if (self._state_from_partials(moments, 0, first) < 0
-                or self._state_from_partials(moments, 1, second) < 0):
+        moments, self.scan_moments = self.scan_moments, None
+        if (self._group_state(moments, 0, first) < 0
+                or self._group_state(moments, 1, second) < 0):
             with nogil:
                 self._fail()
         return 0
@@ -1630,24 +1686,96 @@ def _group_moments(Family family, const intp_t[::1] groups, intp_t n_groups,
     return np.asarray(out)
 
 
+class SplitMoments:
+    """Block moments as the rows' holder sends them back for a family whose
+    moments end in integer columns that its merge adds
+    (``Family.exact_moments_from`` = H; counts: the word counts).
+
+    Only the first H columns, whose merge depends on the block order (a sum of
+    doubles), are kept by block; the others are summed over the blocks where
+    the rows are, exactly, in any order. So what travels is blocks x groups x
+    H doubles and groups x (M - H) sums, sparse where that is smaller (a
+    vocabulary of tens of thousands of words), instead of blocks x groups x M;
+    ``fold_split`` merges them into the same moments as ``fold_partials``.
+
+    Attributes
+    ----------
+    headers : ndarray of shape (n_blocks, n_groups, H)
+    exact : ndarray or scipy.sparse CSR matrix of shape (n_groups, M - H)
+    """
+
+    __slots__ = ("headers", "exact")
+
+    def __init__(self, headers, exact):
+        self.headers = headers
+        self.exact = exact
+
+
+def packed_moments(Family family, partials):
+    """(n_blocks, n_groups, M) block moments as they travel: ``SplitMoments`` for
+    a family with exact columns (the exact sums sparse where fewer than two
+    thirds of them are nonzero: 12 bytes a sparse value, 8 a dense one), else
+    the array itself."""
+    cdef object H = family.exact_moments_from
+    if H is None:
+        return partials
+    partials = np.asarray(partials, dtype=np.float64)
+    exact = partials[:, :, H:].sum(axis=0)   # integers: exact in any order
+    if 3 * np.count_nonzero(exact) < 2 * exact.size:
+        exact = sparse.csr_matrix(exact)
+    return SplitMoments(np.ascontiguousarray(partials[:, :, :H]), exact)
+
+
+def joined_moments(parts):
+    """The block moments sent back by the chunks (``packed_moments``), in block
+    order, as one: an array, or ``SplitMoments`` whose exact sums are summed
+    over the chunks (exactly) and dense here."""
+    if not parts or not isinstance(parts[0], SplitMoments):
+        return np.concatenate(parts)
+    exact = np.zeros(parts[0].exact.shape)
+    for part in parts:
+        exact += part.exact if isinstance(part.exact, np.ndarray) else part.exact.toarray()
+    return SplitMoments(np.concatenate([part.headers for part in parts]), exact)
+
+
 def states_from_partials(Family family, partials):
-    """(n_groups, W) states of the groups of (n_blocks, n_groups, M) block moments,
-    each merged in block order as the chain merges the moments of rows held
-    elsewhere (``_state_from_partials``): a trimmed draw of a Dask fit is rebuilt
-    so."""
-    cdef double[:, :, ::1] table = np.ascontiguousarray(partials, dtype=np.float64)
-    cdef intp_t g, n_blocks = table.shape[0], n_groups = table.shape[1]
+    """(n_groups, W) states of the groups of (n_blocks, n_groups, M) block moments
+    (or ``SplitMoments``), each merged in block order as the chain merges the
+    moments of rows held elsewhere (``_state_from_partials``): a trimmed draw of
+    a Dask fit is rebuilt so."""
+    cdef double[:, :, ::1] table
+    cdef const double[:, :, ::1] headers
+    cdef const double[:, ::1] exact
+    cdef intp_t g, n_blocks, n_groups, H = 0
     cdef intp_t M = family.c.moments_width
-    if M == 0 or (n_blocks and table.shape[2] != M):
-        raise ValueError(f"block moments of shape {np.shape(partials)} for a "
-                         f"family of moments of width {M}")
+    cdef bint split = isinstance(partials, SplitMoments)
+    if split:
+        headers = partials.headers
+        exact = partials.exact
+        n_blocks, n_groups, H = headers.shape[0], headers.shape[1], headers.shape[2]
+        if (M == 0 or H != family.exact_moments_from or exact.shape[0] != n_groups
+                or exact.shape[1] != M - H):
+            raise ValueError(f"split block moments of shapes {np.shape(partials.headers)}"
+                             f" and {np.shape(partials.exact)} for a family of moments "
+                             f"of width {M}")
+    else:
+        table = np.ascontiguousarray(partials, dtype=np.float64)
+        n_blocks, n_groups = table.shape[0], table.shape[1]
+        if M == 0 or (n_blocks and table.shape[2] != M):
+            raise ValueError(f"block moments of shape {np.shape(partials)} for a "
+                             f"family of moments of width {M}")
     cdef double[:, ::1] states = np.empty((n_groups, family.c.segments.width))
     cdef double[::1] acc = np.empty(M)
+    cdef double[::1] part = np.empty(M)
     for g in range(n_groups):
         if n_blocks == 0:
             family_reset(&family.c, &states[g, 0])
             continue
-        fold_partials(&family.c, &table[0, 0, 0], n_blocks, n_groups, g, &acc[0])
+        if split:
+            fold_split(&family.c, &headers[0, 0, 0], n_blocks, n_groups, g, H,
+                       &exact[g, 0], &acc[0], &part[0])
+        else:
+            fold_partials(&family.c, &table[0, 0, 0], n_blocks, n_groups, g, &acc[0])
         if family.c.moments_state(family.c.segments.context, &acc[0], &states[g, 0]) < 0:
             raise FloatingPointError(family.failure_message)
     return np.asarray(states)

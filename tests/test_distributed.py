@@ -206,6 +206,55 @@ def test_count_moments_give_the_state_of_a_rebuild():
     assert_array_equal(family.blocked_state(np.empty(0, np.intp), 4), empty)
 
 
+@pytest.mark.parametrize("n_words", [9, 400])
+def test_split_count_moments_give_the_states_of_whole_ones(n_words):
+    # a chunk of counts sends its block moments' counts summed over its blocks
+    # (sparse over a wide vocabulary), and its coefficients' sums by block: the
+    # states merged from them are those of the whole block moments, to the bit,
+    # whatever the chunks. Rows of very different totals (so that the blocks'
+    # coefficients' sums round differently in another order), groups absent
+    # from some blocks, one group absent from all.
+    rng = np.random.default_rng(4)
+    n, n_groups, row_block = 300, 6, 16
+    X = np.zeros((n, n_words), dtype=np.int64)
+    words = rng.choice(n_words, size=min(n_words, 30), replace=False)
+    for row, length in enumerate(rng.choice([1, 5, 300], size=n)):
+        np.add.at(X[row], rng.choice(words, size=length), 1)
+    X = sparse.csr_matrix(X)
+    model = DirichletMultinomial(rng.uniform(0.2, 2.0, n_words), 512, 2**16)
+    groups = rng.choice([-1, 0, 1, 2, 3, 5], size=n)
+    groups[:40] = 1   # blocks of one group only
+    whole = chain_module.rows_group_moments(
+        model.family(X), 0, np.arange(n), groups, n_groups, row_block)
+    expected = chain_module.states_from_partials(model.family(X), whole)
+    for cuts in ([0, n], [0, 48, 160, n], [0, 16, 32, 48, 96, 208, 288, n]):
+        parts = [
+            chain_module.packed_moments(
+                model.family(X[a:b]),
+                chain_module.rows_group_moments(
+                    model.family(X[a:b]), a, np.arange(b - a), groups[a:b],
+                    n_groups, row_block),
+            )
+            for a, b in zip(cuts[:-1], cuts[1:])
+        ]
+        for part, a, b in zip(parts, cuts[:-1], cuts[1:]):
+            # what travels: the first five columns by block, the counts summed
+            assert part.headers.shape == (-(-(b - a) // row_block), n_groups, 5)
+            assert part.exact.shape == (n_groups, n_words)
+            # sparse where most sums are 0: 30 of 400 words; all 9 in one chunk
+            if n_words == 400 or len(cuts) == 2:
+                assert sparse.issparse(part.exact) == (n_words == 400)
+        joined = chain_module.joined_moments(parts)
+        assert_array_equal(joined.exact, whole[:, :, 5:].sum(axis=0))
+        states = chain_module.states_from_partials(model.family(X), joined)
+        assert_array_equal(states, expected)
+    # a family whose moments are all rounded sums sends them whole
+    vectors = make_model("full", 3, 40).family(two_blobs(40, 3))
+    partials = chain_module.rows_group_moments(
+        vectors, 0, np.arange(40), np.zeros(40, np.intp), 1, 16)
+    assert chain_module.packed_moments(vectors, partials) is partials
+
+
 def test_merged_data_moments_match_numpy():
     X = two_blobs(1000, 4)
     n, mean, M2 = merge_moments(block_moments(X, 64))
