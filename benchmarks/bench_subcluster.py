@@ -36,9 +36,10 @@ Sections (``--sections``, all by default):
   (whose draws, checked, are identical), and the round trips to the workers and
   megabytes of rows read from them a sweep.
 * ``dask_counts``: the same for ``DPMultinomialClustering``'s sub-cluster
-  sampler on documents of 100 words over a vocabulary of 10,000 from 20 topics
-  (262,144 documents, 131,072 with ``--quick``), generated on the workers as
-  scipy.sparse chunks of 65,536 rows.
+  sampler on documents of 100 words over a vocabulary of 10,000 (``--words``)
+  from 20 topics, generated on the workers as scipy.sparse chunks: 262,144
+  documents in chunks of 131,072 (two row blocks), or with ``--quick`` 131,072
+  in chunks of 65,536.
 
 Every time is the median of ``--repeats`` runs (fresh data seed and random_state
 per repeat), each method on the same data in the same process.
@@ -47,7 +48,7 @@ Usage::
 
     python benchmarks/bench_subcluster.py [--quick] [--repeats 3]
         [--sections dpmm liang defaults scale dask dask_counts] [--n-iter 60]
-        [--threads 1 2] [--workers 2]
+        [--threads 1 2] [--workers 2] [--words 10000]
 """
 
 # Authors: The rankmix developers
@@ -62,6 +63,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -408,15 +410,17 @@ def _topic_chunk(block_info=None, n_words=10_000, n_topics=20, length=100):
 
 def section_dask_counts(args):
     n = 131_072 if args.quick else 262_144
-    chunk = 65_536   # one row block
-    chunks = ((chunk,) * (n // chunk), (10_000,))
-    print(f"\n== N = {n:,} documents of 100 words, vocabulary 10,000, 20 topics, "
+    chunk = 65_536 if args.quick else 131_072   # one or two row blocks
+    chunks = ((chunk,) * (n // chunk), (args.words,))
+    print(f"\n== N = {n:,} documents of 100 words, vocabulary {args.words:,}, 20 "
+          "topics, "
           f"on a LocalCluster of {args.workers} worker processes (1 thread each; "
           f"scipy.sparse chunks of {chunk:,} rows): DPMultinomialClustering's "
           "sub-cluster sampler with the counts on the workers, against the same "
           "chain in process on 1 thread; the counts are generated on the workers ==")
-    meta = sparse.csr_matrix((0, 10_000), dtype=np.int64)
-    run_on_workers(args, DPMultinomialClustering, chunks, _topic_chunk, meta,
+    meta = sparse.csr_matrix((0, args.words), dtype=np.int64)
+    make_chunk = functools.partial(_topic_chunk, n_words=args.words)
+    run_on_workers(args, DPMultinomialClustering, chunks, make_chunk, meta,
                    f"(the data: at most {n * 100 * 12 / 2**30:.2f} GiB as CSR, on the "
                    "workers)")
 
@@ -433,6 +437,8 @@ def main():
                         help="OpenMP threads of the scale section's chains")
     parser.add_argument("--workers", type=int, nargs="+", default=[2],
                         help="worker processes of the dask section's clusters")
+    parser.add_argument("--words", type=int, default=10_000,
+                        help="the vocabulary of the dask_counts section")
     args = parser.parse_args()
     if args.quick:
         args.repeats = 1
