@@ -22,8 +22,9 @@ cdef class Family:
     # values, not by rows x features
     sparse_rows = False
     # None, or H: the block moments' columns from H on hold integers that
-    # ``moments_merge`` adds (the same sum in any order), so rows held elsewhere
-    # send them summed over their blocks (``_subcluster_chain.SplitMoments``)
+    # ``moments_merge`` adds, small enough to be summed exactly in doubles (the
+    # same sum in any order), so rows held elsewhere send them summed over
+    # their blocks (``_subcluster_chain.SplitMoments``)
     exact_moments_from = None
 
     def copy(self):

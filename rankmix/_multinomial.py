@@ -177,9 +177,12 @@ class DPMultinomialClustering(BaseCollapsedDPMixture):
     With ``sampler="subcluster"`` every cluster's state is built from block
     moments (``_family.pxd``): the counts, their total and their coefficients'
     sum over fixed blocks of rows, merged in block order, so that the draws do
-    not depend on where the rows are. A sweep therefore holds, besides the
-    chain, (blocks of 65,536 rows) x K x n_features doubles of block counts:
-    on a cluster, this is also what each worker sends back per sweep.
+    not depend on where the rows are. In process a cluster's state is merged
+    from its blocks one at a time. On a cluster each chunk sends back, per
+    sweep, its clusters' counts summed over its blocks (at most K x n_features
+    numbers, sparse where most are zero: integers, whose sum is the same in any
+    order below the bound of 2**40 on the total) and, by block and cluster,
+    the five numbers whose merge order matters.
 
     Memory of the draws. A draw's clusters' counts are a K x V sparse matrix,
     as many entries as the clusters' rows hold distinct words (1.4 MiB a draw

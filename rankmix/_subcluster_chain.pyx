@@ -1693,7 +1693,9 @@ class SplitMoments:
 
     Only the first H columns, whose merge depends on the block order (a sum of
     doubles), are kept by block; the others are summed over the blocks where
-    the rows are, exactly, in any order. So what travels is blocks x groups x
+    the rows are, exactly, in any order (the counts' total is bounded by 2**40,
+    ``_multinomial.MAX_TOTAL_COUNT``, so every partial sum is an integer below
+    2**53, held exactly in a double). So what travels is blocks x groups x
     H doubles and groups x (M - H) sums, sparse where that is smaller (a
     vocabulary of tens of thousands of words), instead of blocks x groups x M;
     ``fold_split`` merges them into the same moments as ``fold_partials``.
@@ -1734,7 +1736,11 @@ def joined_moments(parts):
         return np.concatenate(parts)
     exact = np.zeros(parts[0].exact.shape)
     for part in parts:
-        exact += part.exact if isinstance(part.exact, np.ndarray) else part.exact.toarray()
+        if isinstance(part.exact, np.ndarray):
+            exact += part.exact
+        else:   # its stored sums only (canonical CSR: no (group, column) twice)
+            stored = part.exact.tocoo()
+            exact[stored.row, stored.col] += stored.data
     return SplitMoments(np.concatenate([part.headers for part in parts]), exact)
 
 

@@ -220,6 +220,7 @@ def test_split_count_moments_give_the_states_of_whole_ones(n_words):
     words = rng.choice(n_words, size=min(n_words, 30), replace=False)
     for row, length in enumerate(rng.choice([1, 5, 300], size=n)):
         np.add.at(X[row], rng.choice(words, size=length), 1)
+    X[[3, 200], words[0]] = 2**25 + 1   # sums past float32's integers
     X = sparse.csr_matrix(X)
     model = DirichletMultinomial(rng.uniform(0.2, 2.0, n_words), 512, 2**16)
     groups = rng.choice([-1, 0, 1, 2, 3, 5], size=n)
@@ -861,7 +862,20 @@ def test_samples_of_counts_are_read_ahead_by_their_stored_counts(monkeypatch):
     fetch = rows.rows
     rows.rows = lambda indices: read.append(fetch(indices)) or read[-1]
     scans = _count_calls(rows, "scan", lambda *args: args[3])   # the purpose
+    # what the workers send back: the word counts summed (SplitMoments)
+    sent = []
+    for name, moments in (("label_step", 1), ("scan", 2), ("row_partials", None)):
+        method = getattr(rows, name)
+
+        def recording(*args, _method=method, _moments=moments):
+            out = _method(*args)
+            sent.append(out if _moments is None else out[_moments])
+            return out
+
+        setattr(rows, name, recording)
     chain.sweep(30)
+    assert len(sent) >= 30
+    assert all(isinstance(m, chain_module.SplitMoments) for m in sent)
     counts = chain.split_merge_counts
     launches = (
         counts["split_proposed"] + counts["merge_proposed"]
