@@ -380,6 +380,15 @@ def test_samples_are_read_ahead_within_the_budget(monkeypatch):
     )
     scans = _count_calls(rows, "scan", lambda *args: args[3])   # the purpose
     chain.sweep(30)
+    assert 40 <= chain._most_read_ahead <= 60
+    assert_some_first_scans_ran_here(local, chain, scans, 30)
+
+
+def assert_some_first_scans_ran_here(local, chain, scans, n_sweeps):
+    """After ``n_sweeps`` sweeps of ``chain`` (two scans a launch), whose scans
+    on the workers had the purposes ``scans``: at least 10 launches, of which
+    some, not all, ran their first scan on the workers, and every last scan;
+    ``local``, the same chain with its rows in process, draws the same."""
     counts = chain.split_merge_counts
     launches = (
         counts["split_proposed"] + counts["merge_proposed"]
@@ -388,8 +397,7 @@ def test_samples_are_read_ahead_within_the_budget(monkeypatch):
     on_workers = sum((p - 1) % 3 == 1 for p in scans)   # first scans there
     assert launches >= 10
     assert 0 < on_workers < launches == len(scans) - on_workers
-    assert 40 <= chain._most_read_ahead <= 60
-    local.sweep(30)
+    local.sweep(n_sweeps)
     assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
     assert local.log_joint == chain.log_joint
 
@@ -876,19 +884,9 @@ def test_samples_of_counts_are_read_ahead_by_their_stored_counts(monkeypatch):
     chain.sweep(30)
     assert len(sent) >= 30
     assert all(isinstance(m, chain_module.SplitMoments) for m in sent)
-    counts = chain.split_merge_counts
-    launches = (
-        counts["split_proposed"] + counts["merge_proposed"]
-        - chain._merges_rejected_early
-    )
-    on_workers = sum((p - 1) % 3 == 1 for p in scans)   # first scans there
-    assert launches >= 10
-    assert 0 < on_workers < launches == len(scans) - on_workers
     assert 1000 < chain._most_read_ahead <= 2000
     assert read and all(sparse.issparse(r) for r in read)
-    local.sweep(30)
-    assert_array_equal(local.snapshot()[0], chain.snapshot()[0])
-    assert local.log_joint == chain.log_joint
+    assert_some_first_scans_ran_here(local, chain, scans, 30)
 
 
 def test_sequential_start_from_a_sample_finds_the_clusters(monkeypatch):
