@@ -716,29 +716,23 @@ def _prior_predictive(family, offset):
 
 
 # The chain's operations on a chunk, their block moments as they travel
-# (``packed_moments``: counts' summed over the chunk's blocks, sparse).
+# (``split``: counts' summed over the chunk's blocks, sparse, ``SplitMoments``).
 
 
 def _label_step(family, offset, *args):
-    labels, moments = chain_module.rows_label_step(family, offset, *args)
-    return labels, chain_module.packed_moments(family, moments)
+    return chain_module.rows_label_step(family, offset, *args, split=True)
 
 
 def _group_moments(family, offset, *args):
-    return chain_module.packed_moments(
-        family, chain_module.rows_group_moments(family, offset, *args)
-    )
+    return chain_module.rows_group_moments(family, offset, *args, split=True)
 
 
 def _moments(family, offset, *args):
-    return chain_module.packed_moments(
-        family, chain_module.rows_moments(family, offset, *args)
-    )
+    return chain_module.rows_moments(family, offset, *args, split=True)
 
 
 def _scan(family, offset, *args):
-    allocation, log_q, moments = chain_module.rows_scan(family, offset, *args)
-    return allocation, log_q, chain_module.packed_moments(family, moments)
+    return chain_module.rows_scan(family, offset, *args, split=True)
 
 
 def _rows(block, indices):

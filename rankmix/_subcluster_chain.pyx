@@ -435,6 +435,26 @@ cdef void fold_split(
             acc[H + k] += exact[k]
 
 
+cdef inline void sort_block(
+        intp_t lo, intp_t hi, const intp_t* groups, intp_t n_groups, intp_t* order,
+        intp_t* start) noexcept nogil:
+    """Counting sort of the rows lo..hi-1 by group (``groups[k]``, -1 for none), in
+    row order: order[:] <- the rows of group 0, then of group 1, ..., and
+    start[g] <- the end of group g's in ``order`` (``start``: n_groups + 1)."""
+    cdef intp_t g, k
+    for g in range(n_groups + 1):
+        start[g] = 0
+    for k in range(lo, hi):
+        if groups[k] >= 0:
+            start[groups[k] + 1] += 1
+    for g in range(n_groups):
+        start[g + 1] += start[g]
+    for k in range(lo, hi):
+        if groups[k] >= 0:
+            order[start[groups[k]]] = k
+            start[groups[k]] += 1
+
+
 cdef void group_moments(
         const ConjugateFamily* f, intp_t n_rows, const intp_t* groups, intp_t n_groups,
         intp_t row_block, double* out, intp_t* order, intp_t* counts,
@@ -443,30 +463,44 @@ cdef void group_moments(
     in block b, for every block of the family's ``n_rows`` rows (which start at a
     block boundary). ``order`` (n_rows,) and ``counts`` (n_blocks, n_groups + 1)
     are scratch; the blocks are shared among the threads."""
-    cdef intp_t b, g, k, lo, hi, M = f.moments_width
+    cdef intp_t b, g, lo, hi, M = f.moments_width
     cdef intp_t n_blocks = (n_rows + row_block - 1) // row_block
     cdef intp_t* start
     for b in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
         lo = b * row_block
         hi = min(lo + row_block, n_rows)
         start = counts + b * (n_groups + 1)
-        # counting sort of the block's rows by group, in row order
-        for g in range(n_groups + 1):
-            start[g] = 0
-        for k in range(lo, hi):
-            if groups[k] >= 0:
-                start[groups[k] + 1] += 1
-        for g in range(n_groups):
-            start[g + 1] += start[g]
-        for k in range(lo, hi):
-            if groups[k] >= 0:
-                order[lo + start[groups[k]]] = k
-                start[groups[k]] += 1
-        # start[g] is now the end of group g
+        sort_block(lo, hi, groups, n_groups, order + lo, start)
         for g in range(n_groups):
             f.moments(f.segments.context, order + lo + (start[g - 1] if g > 0 else 0),
                       start[g] - (start[g - 1] if g > 0 else 0),
                       out + (b * n_groups + g) * M)
+
+
+cdef void split_group_moments(
+        const ConjugateFamily* f, intp_t n_rows, const intp_t* groups, intp_t n_groups,
+        intp_t row_block, intp_t H, double* headers, double* exact, double* scratch,
+        intp_t* order, intp_t* start, intp_t n_threads) noexcept nogil:
+    """``SplitMoments`` of the family's rows by group without their blocks' table:
+    headers[b, g] <- the first H moments of the rows of group g in block b, and
+    exact[g] <- the others summed over the blocks (integers: the same sum in any
+    order). The blocks are taken in turn, a block's groups shared among the
+    threads, so that the scratch is one block's: ``scratch`` (n_groups, M),
+    ``order`` (row_block,), ``start`` (n_groups + 1,)."""
+    cdef intp_t b, g, k, lo, hi, first, M = f.moments_width, E = f.moments_width - H
+    cdef intp_t n_blocks = (n_rows + row_block - 1) // row_block
+    memset(exact, 0, n_groups * E * sizeof(double))
+    for b in range(n_blocks):
+        lo = b * row_block
+        hi = min(lo + row_block, n_rows)
+        sort_block(lo, hi, groups, n_groups, order, start)
+        for g in prange(n_groups, schedule="dynamic", num_threads=n_threads):
+            first = start[g - 1] if g > 0 else 0
+            f.moments(f.segments.context, order + first, start[g] - first,
+                      scratch + g * M)
+            memcpy(headers + (b * n_groups + g) * H, scratch + g * M, H * sizeof(double))
+            for k in range(E):
+                exact[g * E + k] += scratch[g * M + H + k]
 
 
 cdef class SubclusterChain(CollapsedChain):
@@ -1672,10 +1706,36 @@ def _check_block_start(intp_t offset, intp_t row_block):
 
 
 def _group_moments(Family family, const intp_t[::1] groups, intp_t n_groups,
-                   intp_t row_block):
-    """(n_blocks, n_groups, M) block moments of the family's rows by group."""
+                   intp_t row_block, bint split=False):
+    """(n_blocks, n_groups, M) block moments of the family's rows by group; with
+    ``split``, for a family with exact columns, ``SplitMoments`` (the exact
+    sums sparse where fewer than two thirds of them are nonzero: 12 bytes a
+    sparse value, 8 a dense one)."""
     cdef intp_t n = family.n_points, M = family.c.moments_width
     cdef intp_t n_blocks = (n + row_block - 1) // row_block
+    cdef object exact_from = family.exact_moments_from
+    cdef intp_t H
+    cdef double[:, :, ::1] headers
+    cdef double[:, ::1] exact
+    cdef double[::1] scratch
+    cdef intp_t[::1] order_block, start
+    if split and exact_from is not None:
+        H = exact_from
+        headers = np.empty((n_blocks, n_groups, H))
+        exact = np.zeros((n_groups, M - H))
+        scratch = np.empty(max(n_groups * M, 1))
+        order_block = np.empty(max(min(n, row_block), 1), dtype=np.intp)
+        start = np.empty(n_groups + 1, dtype=np.intp)
+        if n_blocks and n_groups:
+            with nogil:
+                split_group_moments(
+                    &family.c, n, &groups[0], n_groups, row_block, H, &headers[0, 0, 0],
+                    &exact[0, 0], &scratch[0], &order_block[0], &start[0],
+                    threads_for(n, n_groups))
+        sums = np.asarray(exact)
+        if 3 * np.count_nonzero(sums) < 2 * sums.size:
+            sums = sparse.csr_matrix(sums)
+        return SplitMoments(np.asarray(headers), sums)
     cdef double[:, :, ::1] out = np.empty((n_blocks, n_groups, M))
     cdef intp_t[::1] order = np.empty(max(n, 1), dtype=np.intp)
     cdef intp_t[::1] counts = np.empty(max(n_blocks * (n_groups + 1), 1), dtype=np.intp)
@@ -1713,23 +1773,8 @@ class SplitMoments:
         self.exact = exact
 
 
-def packed_moments(Family family, partials):
-    """(n_blocks, n_groups, M) block moments as they travel: ``SplitMoments`` for
-    a family with exact columns (the exact sums sparse where fewer than two
-    thirds of them are nonzero: 12 bytes a sparse value, 8 a dense one), else
-    the array itself."""
-    cdef object H = family.exact_moments_from
-    if H is None:
-        return partials
-    partials = np.asarray(partials, dtype=np.float64)
-    exact = partials[:, :, H:].sum(axis=0)   # integers: exact in any order
-    if 3 * np.count_nonzero(exact) < 2 * exact.size:
-        exact = sparse.csr_matrix(exact)
-    return SplitMoments(np.ascontiguousarray(partials[:, :, :H]), exact)
-
-
 def joined_moments(parts):
-    """The block moments sent back by the chunks (``packed_moments``), in block
+    """The block moments sent back by the chunks (``_group_moments``), in block
     order, as one: an array, or ``SplitMoments`` whose exact sums are summed
     over the chunks (exactly) and dense here."""
     if not parts or not isinstance(parts[0], SplitMoments):
@@ -1788,18 +1833,20 @@ def states_from_partials(Family family, partials):
 
 
 def rows_group_moments(Family family, intp_t offset, labels, group_of_slot,
-                       intp_t n_groups, intp_t row_block):
-    """Block moments of the family's rows grouped by ``group_of_slot[labels]``."""
+                       intp_t n_groups, intp_t row_block, bint split=False):
+    """Block moments of the family's rows grouped by ``group_of_slot[labels]``
+    (``split``: as they travel, ``_group_moments``)."""
     _check_block_start(offset, row_block)
     groups = np.ascontiguousarray(np.asarray(group_of_slot, dtype=np.intp)[labels])
-    return _group_moments(family, groups, n_groups, row_block)
+    return _group_moments(family, groups, n_groups, row_block, split)
 
 
 def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, active,
                     params, log_pi, anchor_priority, anchor_row, group_of_slot,
-                    intp_t row_block):
+                    intp_t row_block, bint split=False):
     """The label step of the family's rows (``label_rows``): their new labels,
-    and the block moments of the rows grouped by the new labels' active index."""
+    and the block moments of the rows grouped by the new labels' active index
+    (``split``: as they travel, ``_group_moments``)."""
     _check_block_start(offset, row_block)
     cdef const intp_t[::1] old = np.ascontiguousarray(labels, dtype=np.intp)
     cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
@@ -1823,28 +1870,31 @@ def rows_label_step(Family family, intp_t offset, labels, key, uint64_t sweep, a
                        &scratch[0], n_threads)
     new_labels = np.asarray(new)
     return new_labels, rows_group_moments(family, offset, new_labels, group_of_slot,
-                                          active_.shape[0], row_block)
+                                          active_.shape[0], row_block, split)
 
 
 def rows_moments(Family family, intp_t offset, rows, groups, intp_t n_groups,
-                 intp_t row_block):
+                 intp_t row_block, bint split=False):
     """(n_blocks, n_groups, M) block moments of the given rows (global) of the
-    family's rows, by their ``groups`` (-1: none)."""
+    family's rows, by their ``groups`` (-1: none; ``split``: as they travel,
+    ``_group_moments``)."""
     _check_block_start(offset, row_block)
     by_row = np.full(family.n_points, -1, dtype=np.intp)
     by_row[np.asarray(rows, dtype=np.intp) - offset] = groups
-    return _group_moments(family, by_row, n_groups, row_block)
+    return _group_moments(family, by_row, n_groups, row_block, split)
 
 
 def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t purpose,
               theta_a, theta_b, double log_n_a, double log_n_b, double rate,
-              bint evaluate, sides, intp_t i, intp_t j, int moments, intp_t row_block):
+              bint evaluate, sides, intp_t i, intp_t j, int moments, intp_t row_block,
+              bint split=False):
     """A launch scan (``scan_rows``) over the given rows (global) of the family's
     rows: (allocations, log-probabilities, block moments). The allocations and
     log-probabilities are one per row; the moments are those the launch needs next
     (``moments``): of the sides' sampled rows with i and j (``MOMENTS_SAMPLED``) or
     of the sides' rows with i and j (``MOMENTS_SIDES``), from the rows of this block
-    of rows; none (an empty table) with ``MOMENTS_NONE``."""
+    of rows; none (an empty table) with ``MOMENTS_NONE`` (``split``: as they
+    travel, ``_group_moments``)."""
     cdef const intp_t[::1] rows_ = np.ascontiguousarray(rows, dtype=np.intp)
     cdef const uint64_t[::1] key_ = np.ascontiguousarray(key, dtype=np.uint64)
     cdef const double[::1] a = np.ascontiguousarray(theta_a, dtype=np.float64)
@@ -1880,4 +1930,4 @@ def rows_scan(Family family, intp_t offset, rows, key, uint64_t sweep, uint64_t 
             anchor_groups.append(group)
     return allocation, np.asarray(log_q)[:m], rows_moments(
         family, offset, np.r_[np.asarray(rows_), anchor_rows].astype(np.intp),
-        np.r_[groups, anchor_groups].astype(np.intp), 2, row_block)
+        np.r_[groups, anchor_groups].astype(np.intp), 2, row_block, split)

@@ -229,31 +229,30 @@ def test_split_count_moments_give_the_states_of_whole_ones(n_words):
         model.family(X), 0, np.arange(n), groups, n_groups, row_block)
     expected = chain_module.states_from_partials(model.family(X), whole)
     for cuts in ([0, n], [0, 48, 160, n], [0, 16, 32, 48, 96, 208, 288, n]):
-        parts = [
-            chain_module.packed_moments(
-                model.family(X[a:b]),
-                chain_module.rows_group_moments(
-                    model.family(X[a:b]), a, np.arange(b - a), groups[a:b],
-                    n_groups, row_block),
-            )
-            for a, b in zip(cuts[:-1], cuts[1:])
-        ]
-        for part, a, b in zip(parts, cuts[:-1], cuts[1:]):
+        parts = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            family = model.family(X[a:b])
+            args = (family, a, np.arange(b - a), groups[a:b], n_groups, row_block)
+            part = chain_module.rows_group_moments(*args, split=True)
             # what travels: the first five columns by block, the counts summed
-            assert part.headers.shape == (-(-(b - a) // row_block), n_groups, 5)
-            assert part.exact.shape == (n_groups, n_words)
+            # over the blocks (NumPy's sums of the whole block moments)
+            table = chain_module.rows_group_moments(*args)
+            assert_array_equal(part.headers, table[:, :, :5])
+            exact = part.exact.toarray() if sparse.issparse(part.exact) else part.exact
+            assert_array_equal(exact, table[:, :, 5:].sum(axis=0))
             # sparse where most sums are 0: 30 of 400 words; all 9 in one chunk
             if n_words == 400 or len(cuts) == 2:
                 assert sparse.issparse(part.exact) == (n_words == 400)
+            parts.append(part)
         joined = chain_module.joined_moments(parts)
         assert_array_equal(joined.exact, whole[:, :, 5:].sum(axis=0))
         states = chain_module.states_from_partials(model.family(X), joined)
         assert_array_equal(states, expected)
     # a family whose moments are all rounded sums sends them whole
     vectors = make_model("full", 3, 40).family(two_blobs(40, 3))
-    partials = chain_module.rows_group_moments(
-        vectors, 0, np.arange(40), np.zeros(40, np.intp), 1, 16)
-    assert chain_module.packed_moments(vectors, partials) is partials
+    args = (vectors, 0, np.arange(40), np.zeros(40, np.intp), 1, 16)
+    assert_array_equal(chain_module.rows_group_moments(*args, split=True),
+                       chain_module.rows_group_moments(*args))
 
 
 def test_merged_data_moments_match_numpy():
@@ -882,6 +881,8 @@ def test_samples_of_counts_are_read_ahead_by_their_stored_counts(monkeypatch):
 
         setattr(rows, name, recording)
     chain.sweep(30)
+    # (an empty table: a merge's last scan, which sends no moments)
+    sent = [m for m in sent if not (isinstance(m, np.ndarray) and m.size == 0)]
     assert len(sent) >= 30
     assert all(isinstance(m, chain_module.SplitMoments) for m in sent)
     assert 1000 < chain._most_read_ahead <= 2000
