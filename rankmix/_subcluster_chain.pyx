@@ -542,7 +542,11 @@ cdef class SubclusterChain(CollapsedChain):
     cdef intp_t sequential_sample
     cdef object remote               # None, or the holder of the rows
     cdef object row_family           # remote: the family bound to the row a move reads
-    cdef dict row_cache              # remote: rows read this sweep, by index
+    cdef dict row_cache              # remote: rows read this sweep: index ->
+                                     # (its read, its position in that read)
+    cdef list reads                  # remote: the reads of this sweep, as read,
+    cdef list read_rows              # their global rows (increasing),
+    cdef list read_families          # and a family bound to each (None: not yet)
     cdef dict launch_samples         # remote: the first scans' samples read, by proposal
     cdef intp_t prefetch_values      # remote: LAUNCH_PREFETCH_VALUES when made
     cdef object row_values           # remote: stored counts of each row of counts
@@ -646,6 +650,7 @@ cdef class SubclusterChain(CollapsedChain):
         self.singleton_rows = <intp_t*> grow_array(
             NULL, SINGLETON_MOVES * n_split_merge * sizeof(intp_t))
         self.row_cache = {}
+        self.reads, self.read_rows, self.read_families = [], [], []
         self.launch_samples = {}
         self.prefetch_values = LAUNCH_PREFETCH_VALUES
         self.row_values = (remote.row_values() if remote is not None
@@ -848,29 +853,45 @@ cdef class SubclusterChain(CollapsedChain):
         if len(wanted) == 0:
             return 0
         x = self.remote.rows(wanted)
-        if hasattr(x, "tocsr"):   # counts, sparse: each row's (columns, counts)
-            x = x.tocsr()
-            bounds = x.indptr
-            for k, row in enumerate(wanted):
-                self.row_cache[int(row)] = (x.indices[bounds[k]:bounds[k + 1]],
-                                            x.data[bounds[k]:bounds[k + 1]])
-            return 0
-        for row, values in zip(wanted, x):
-            self.row_cache[int(row)] = np.ascontiguousarray(values, dtype=np.float64)
+        # kept as read (dense, or counts as CSR); each row found by its place
+        x = x.tocsr() if hasattr(x, "tocsr") else np.ascontiguousarray(x, dtype=np.float64)
+        read = len(self.reads)
+        self.reads.append(x)
+        self.read_rows.append(wanted)
+        self.read_families.append(None)
+        self.row_cache.update(zip(wanted.tolist(), [(read, k) for k in range(len(wanted))]))
         return 0
+
+    cdef tuple _bound_rows(self, rows):
+        """``(family, global_rows, points)``: a family bound to rows read here
+        that holds the rows ``rows`` (global, increasing), the global row of
+        each of its points, and the points of ``rows``. The family of the read
+        that holds them all, bound once a read, so that a sweep binds a family
+        to each read rather than to each launch's sample and each row a move
+        reads; else a family bound to ``rows`` alone."""
+        places = np.array([self.row_cache[int(row)] for row in rows],
+                          dtype=np.intp).reshape(-1, 2)
+        if len(places) and np.all(places[:, 0] == places[0, 0]):
+            read = int(places[0, 0])
+            if self.read_families[read] is None:
+                self.read_families[read] = self.family.rebound(self.reads[read])
+            return self.read_families[read], self.read_rows[read], places[:, 1]
+        return (self.family.rebound(self._cached_rows(rows)), rows,
+                np.arange(len(rows), dtype=np.intp))
 
     cdef object _cached_rows(self, rows):
         """The rows ``rows`` read into ``row_cache``, in that order, as one
-        matrix to bind a family to: dense, or CSR as they were read."""
-        parts = [self.row_cache[int(row)] for row in rows]
-        if not isinstance(parts[0], tuple):
-            return np.vstack(parts)
-        indptr = np.zeros(len(parts) + 1, dtype=np.intp)
-        np.cumsum([len(columns) for columns, _ in parts], out=indptr[1:])
-        return sparse.csr_matrix(
-            (np.concatenate([counts for _, counts in parts]),
-             np.concatenate([columns for columns, _ in parts]), indptr),
-            shape=(len(parts), self.remote.n_features))
+        matrix to bind a family to: dense, or CSR as they were read (each read's
+        rows taken at once, then put in order)."""
+        places = np.array([self.row_cache[int(row)] for row in rows], dtype=np.intp)
+        reads = np.unique(places[:, 0])
+        if len(reads) == 1:
+            return self.reads[reads[0]][places[:, 1]]
+        mine = [np.flatnonzero(places[:, 0] == read) for read in reads]
+        parts = [self.reads[read][places[at, 1]] for read, at in zip(reads, mine)]
+        stacked = (sparse.vstack(parts, format="csr") if sparse.issparse(parts[0])
+                   else np.vstack(parts))
+        return stacked[np.argsort(np.concatenate(mine))]
 
     cdef intp_t _read_values(self, rows) except -1:
         """How many values reading ``rows`` brings, counted before the read: a
@@ -883,9 +904,15 @@ cdef class SubclusterChain(CollapsedChain):
     cdef intp_t _values_read(self, rows) except -1:
         """How many values the rows ``rows`` brought when read (``row_cache``),
         counted as ``_read_values`` counts them."""
-        if len(rows) == 0 or not isinstance(self.row_cache[int(rows[0])], tuple):
+        if len(rows) == 0 or self.row_values is None:
             return len(rows) * max(1, self.remote.n_features)
-        return sum(len(self.row_cache[int(row)][0]) for row in rows) + len(rows)
+        # (rows of counts: their reads are CSR, whose index gives each row's count)
+        places = np.array([self.row_cache[int(row)] for row in rows], dtype=np.intp)
+        total = len(rows)
+        for read in np.unique(places[:, 0]):
+            stored = np.diff(self.reads[read].indptr)
+            total += int(stored[places[places[:, 0] == read, 1]].sum())
+        return total
 
     cdef object _key_array(self):
         """The rows' Philox key, as an array to send where the rows are."""
@@ -901,16 +928,17 @@ cdef class SubclusterChain(CollapsedChain):
 
     cdef const ConjugateFamily* _row_table(self, intp_t row, intp_t* point) except NULL nogil:
         """The family table and point index under which a move reads row ``row``:
-        the chain's own, or (rows held elsewhere) a family bound to that row alone."""
+        the chain's own, or (rows held elsewhere) the family of the read that
+        brought it (``_bound_rows``)."""
         if self.remote is None:
             point[0] = row
             return &self.f
         with gil:
             if row not in self.row_cache:
                 self._fetch_rows(np.array([row], dtype=np.intp))
-            self.row_family = self.family.rebound(self._cached_rows([row]))
+            self.row_family, _, points = self._bound_rows(np.array([row], dtype=np.intp))
             self.row_table = (<Family> self.row_family).c
-        point[0] = 0
+            point[0] = points[0]
         return &self.row_table
 
     # -- the sweep -----------------------------------------------------------------
@@ -1202,6 +1230,7 @@ cdef class SubclusterChain(CollapsedChain):
         wanted.append(self._singleton_reads(self._draw_singleton_rows(rng)))
         if first == 0:
             self.row_cache = {}
+            self.reads, self.read_rows, self.read_families = [], [], []
         self.launch_samples = {}
         if wanted:
             self._fetch_rows(np.concatenate(wanted))
@@ -1498,18 +1527,21 @@ cdef class SubclusterChain(CollapsedChain):
         read here (``row_cache``); with an empty sample, the states of i and of
         j alone, the first scan's start.
 
-        The rows are bound to a family of their own, and each side's moments are
-        folded by runs in the blocks of their global rows (``blocked_state``):
+        The rows are read from a family bound to them (``_bound_rows``), and
+        each side's moments are folded by runs in the blocks of their global
+        rows (``blocked_state``):
         the same family code on the same values, in the same runs and order, as
         the rows' holder (``rows_scan``, ``rows_moments``) and the chain with
         its rows in process, so the states are theirs to the bit.
         """
         cdef intp_t n = len(sample)
         rows = np.union1d(sample, np.array([i, j], dtype=np.intp)).astype(np.intp)
-        cdef Family here = self.family.rebound(self._cached_rows(rows))
-        cdef const intp_t[::1] global_rows = rows
+        bound, bound_rows, local = self._bound_rows(rows)
+        cdef Family here = bound
+        cdef const intp_t[::1] global_rows = np.ascontiguousarray(bound_rows, dtype=np.intp)
         cdef const intp_t[::1] sampled = np.ascontiguousarray(sample, dtype=np.intp)
-        cdef const intp_t[::1] points = np.searchsorted(rows, sample).astype(np.intp)
+        cdef const intp_t[::1] points = np.ascontiguousarray(
+            local[np.searchsorted(rows, sample)], dtype=np.intp)
         cdef signed char[::1] proposed = np.zeros(max(n, 1), dtype=np.int8)
         cdef double[::1] log_q = np.empty(max(n, 1))
         cdef double[::1] scratch = np.empty(scan_stride(family_rows_work_width(&here.c)))
@@ -1525,9 +1557,9 @@ cdef class SubclusterChain(CollapsedChain):
         if np.any((bits & SAMPLED) == 0):
             raise RuntimeError("a launch's first scan weighed rows outside its sample")
         on_a = (bits & SIDE) != 0
-        side_a = np.sort(np.r_[rows.searchsorted(i), np.asarray(points)[on_a]]
+        side_a = np.sort(np.r_[local[rows.searchsorted(i)], np.asarray(points)[on_a]]
                          ).astype(np.intp)
-        side_b = np.sort(np.r_[rows.searchsorted(j), np.asarray(points)[~on_a]]
+        side_b = np.sort(np.r_[local[rows.searchsorted(j)], np.asarray(points)[~on_a]]
                          ).astype(np.intp)
         if (blocked_state(&here.c, self.state_a, &side_a[0], side_a.shape[0],
                           self.row_block, self.moments_scratch,
