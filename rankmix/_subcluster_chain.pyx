@@ -169,6 +169,10 @@ ROW_BLOCK = 65536
 # global, read when a chain is made, so that tests can change it.
 LAUNCH_PREFETCH_VALUES = 1 << 20
 
+# A row read here is found by its read and its position in it, one int
+# (read << READ_SHIFT) + position in ``SubclusterChain.row_cache``.
+READ_SHIFT = 32
+
 # Rows of S below which a launch scan runs on one thread (OpenMP's start-up
 # costs more than the work), and the fewest rows a thread of the label step
 # gets; the results are the same either way.
@@ -543,7 +547,7 @@ cdef class SubclusterChain(CollapsedChain):
     cdef object remote               # None, or the holder of the rows
     cdef object row_family           # remote: the family bound to the row a move reads
     cdef dict row_cache              # remote: rows read this sweep: index ->
-                                     # (its read, its position in that read)
+                                     # its place (``_places``)
     cdef list reads                  # remote: the reads of this sweep, as read,
     cdef list read_rows              # their global rows (increasing),
     cdef list read_families          # and a family bound to each (None: not yet)
@@ -859,8 +863,18 @@ cdef class SubclusterChain(CollapsedChain):
         self.reads.append(x)
         self.read_rows.append(wanted)
         self.read_families.append(None)
-        self.row_cache.update(zip(wanted.tolist(), [(read, k) for k in range(len(wanted))]))
+        # (ints, not tuples: a dict of ints is not tracked by Python's cycle
+        # collector, which would otherwise walk it as reads of 10^5 rows fill it)
+        self.row_cache.update(zip(wanted.tolist(),
+                                  ((read << READ_SHIFT) + np.arange(len(wanted))).tolist()))
         return 0
+
+    cdef object _places(self, rows):
+        """(len(rows), 2): the read of each of the rows ``rows`` (read here) and
+        its position in that read."""
+        codes = np.array([self.row_cache[int(row)] for row in rows], dtype=np.int64)
+        return np.column_stack([codes >> READ_SHIFT, codes & ((1 << READ_SHIFT) - 1)]
+                               ).astype(np.intp)
 
     cdef tuple _bound_rows(self, rows):
         """``(family, global_rows, points)``: a family bound to rows read here
@@ -869,8 +883,7 @@ cdef class SubclusterChain(CollapsedChain):
         that holds them all, bound once a read, so that a sweep binds a family
         to each read rather than to each launch's sample and each row a move
         reads; else a family bound to ``rows`` alone."""
-        places = np.array([self.row_cache[int(row)] for row in rows],
-                          dtype=np.intp).reshape(-1, 2)
+        places = self._places(rows)
         if len(places) and np.all(places[:, 0] == places[0, 0]):
             read = int(places[0, 0])
             if self.read_families[read] is None:
@@ -883,7 +896,7 @@ cdef class SubclusterChain(CollapsedChain):
         """The rows ``rows`` read into ``row_cache``, in that order, as one
         matrix to bind a family to: dense, or CSR as they were read (each read's
         rows taken at once, then put in order)."""
-        places = np.array([self.row_cache[int(row)] for row in rows], dtype=np.intp)
+        places = self._places(rows)
         reads = np.unique(places[:, 0])
         if len(reads) == 1:
             return self.reads[reads[0]][places[:, 1]]
@@ -907,7 +920,7 @@ cdef class SubclusterChain(CollapsedChain):
         if len(rows) == 0 or self.row_values is None:
             return len(rows) * max(1, self.remote.n_features)
         # (rows of counts: their reads are CSR, whose index gives each row's count)
-        places = np.array([self.row_cache[int(row)] for row in rows], dtype=np.intp)
+        places = self._places(rows)
         total = len(rows)
         for read in np.unique(places[:, 0]):
             stored = np.diff(self.reads[read].indptr)
