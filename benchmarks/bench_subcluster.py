@@ -33,8 +33,8 @@ Sections (``--sections``, all by default):
   ``LocalCluster`` of 2 worker processes (more with ``--workers``): seconds per
   sweep of the chain on the workers, the client's peak memory, and the seconds
   per sweep of the same chain in process on one thread over the same sweeps
-  (whose draws, checked, are identical), and the round trips to the workers and
-  megabytes of rows read from them a sweep.
+  (whose draws, checked, are identical), and a sweep's round trips to the
+  workers and megabytes they send back (and, of those, of rows read).
 * ``dask_counts``: the same for ``DPMultinomialClustering``'s sub-cluster
   sampler on documents of 100 words over a vocabulary of 10,000 (``--words``)
   from 20 topics, generated on the workers as scipy.sparse chunks: 262,144
@@ -344,7 +344,8 @@ def section_dask(args):
 def run_on_workers(args, estimator, chunks, make_chunk, meta, data):
     """Seconds per sweep of ``estimator``'s sub-cluster chain on the rows
     ``make_chunk`` makes on the workers of each cluster, its round trips and
-    rows read, and of the same chain in process (the draws compared)."""
+    the megabytes sent back, and of the same chain in process (the draws
+    compared)."""
     import dask.array as da
     from distributed import Client, LocalCluster
 

@@ -836,16 +836,8 @@ cdef class SubclusterChain(CollapsedChain):
         """Every active cluster's state from block moments grouped by active index
         (an array or ``SplitMoments``)."""
         cdef intp_t a
-        cdef double[:, :, ::1] table
-        if isinstance(partials, SplitMoments):
-            for a in range(self.slots.n_active):
-                if self._state_from_split(partials, a,
-                                          self._state(self.slots.active[a])) < 0:
-                    self._fail()
-            return 0
-        table = np.ascontiguousarray(partials, dtype=np.float64)
         for a in range(self.slots.n_active):
-            if self._state_from_partials(table, a, self._state(self.slots.active[a])) < 0:
+            if self._group_state(partials, a, self._state(self.slots.active[a])) < 0:
                 self._fail()
         return 0
 
@@ -889,17 +881,14 @@ cdef class SubclusterChain(CollapsedChain):
             if self.read_families[read] is None:
                 self.read_families[read] = self.family.rebound(self.reads[read])
             return self.read_families[read], self.read_rows[read], places[:, 1]
-        return (self.family.rebound(self._cached_rows(rows)), rows,
+        return (self.family.rebound(self._rows_at(places)), rows,
                 np.arange(len(rows), dtype=np.intp))
 
-    cdef object _cached_rows(self, rows):
-        """The rows ``rows`` read into ``row_cache``, in that order, as one
-        matrix to bind a family to: dense, or CSR as they were read (each read's
-        rows taken at once, then put in order)."""
-        places = self._places(rows)
+    cdef object _rows_at(self, places):
+        """The rows read at ``places`` (``_places``: of rows of several reads), in
+        that order, as one matrix to bind a family to: dense, or CSR as they
+        were read (each read's rows taken at once, then put in order)."""
         reads = np.unique(places[:, 0])
-        if len(reads) == 1:
-            return self.reads[reads[0]][places[:, 1]]
         mine = [np.flatnonzero(places[:, 0] == read) for read in reads]
         parts = [self.reads[read][places[at, 1]] for read, at in zip(reads, mine)]
         stacked = (sparse.vstack(parts, format="csr") if sparse.issparse(parts[0])
