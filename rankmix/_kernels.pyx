@@ -423,16 +423,16 @@ cdef int statistics_build(
 ) except -1 nogil:
     """Fill ``st`` with the compact sufficient statistics of ``X[members]``.
 
-    Precedences are counted in a dense (stage, second, first) array when the
-    cluster ranks few distinct items (D^2 t small next to the number of
-    precedences), else by sorting their integer keys; both list the pairs in the
-    same (stage, second, first) order. Buffers grow as needed and are reused from
-    one call to the next. O(n_items + sum_i t_i^2) work plus the sort; the
-    sort path holds 16 bytes per precedence (its key and the radix sort's
-    scratch).
+    Precedences are counted stage by stage in a dense (second, first) table of
+    D^2 doubles when the cluster ranks few distinct items (D^2 t small next to
+    the number of precedences), else by sorting their integer keys; both list
+    the pairs in the same (stage, second, first) order. Buffers grow as needed
+    and are reused from one call to the next. O(n_items + sum_i t_i^2) work
+    plus the sort or D^2 t for the tables; the sort path holds 16 bytes per
+    precedence (its key and the radix sort's scratch).
     """
     cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
-    cdef intp_t n_cells
+    cdef intp_t n_cells, count
     cdef int64_t width, key
     cdef const intp_t* row
 
@@ -457,27 +457,37 @@ cdef int statistics_build(
     n_cells = n_ranked * n_ranked * t_max
 
     if n_cells <= 4 * n_keys + 1024:
-        _reserve(<void**> &st.dense, &st.cap_dense, n_cells, sizeof(double))
-        memset(st.dense, 0, n_cells * sizeof(double))
+        # Stage by stage, in the pairs' own order: one stage's (second, first)
+        # table at a time, D^2 doubles, not D^2 t. Each stage's increments then
+        # land in a table that stays in cache (a ranking's t stages spread them
+        # over all of a D^2 t table before: 0.67 s and 0.2 GB of table for
+        # 1,000 full rankings of 300 items). The lengths are kept in ``keys``.
+        _reserve(<void**> &st.keys, &st.cap_keys, n_members, sizeof(int64_t))
+        _reserve(<void**> &st.dense, &st.cap_dense, n_ranked * n_ranked, sizeof(double))
         for i in range(n_members):
-            row = X + members[i] * t_max
-            t = row_length(row, t_max)
-            for j in range(t):
-                st.counts[local[row[j]] * t_max + j] += 1.0
+            st.keys[i] = row_length(X + members[i] * t_max, t_max)
+        for j in range(t_max):
+            memset(st.dense, 0, n_ranked * n_ranked * sizeof(double))
+            for i in range(n_members):
+                if st.keys[i] <= j:
+                    continue
+                row = X + members[i] * t_max
+                d = local[row[j]]
+                st.counts[d * t_max + j] += 1.0
                 for k in range(j):
-                    st.dense[(j * width + local[row[j]]) * width + local[row[k]]] += 1.0
-        for key in range(n_cells):
-            if st.dense[key] != 0.0:
-                n_pairs += 1
-        _reserve_pairs(st, n_pairs)
-        n_pairs = 0
-        for key in range(n_cells):
-            if st.dense[key] != 0.0:
-                st.pair_first[n_pairs] = key % width
-                st.pair_second[n_pairs] = (key // width) % width
-                st.pair_stage[n_pairs] = key // (width * width)
-                st.pair_count[n_pairs] = st.dense[key]
-                n_pairs += 1
+                    st.dense[d * width + local[row[k]]] += 1.0
+            count = 0
+            for key in range(n_ranked * n_ranked):
+                if st.dense[key] != 0.0:
+                    count += 1
+            _reserve_pairs(st, n_pairs + count)
+            for key in range(n_ranked * n_ranked):
+                if st.dense[key] != 0.0:
+                    st.pair_first[n_pairs] = key % width
+                    st.pair_second[n_pairs] = key // width
+                    st.pair_stage[n_pairs] = j
+                    st.pair_count[n_pairs] = st.dense[key]
+                    n_pairs += 1
     else:
         # the keys, then as many for the sort's scratch
         _reserve(<void**> &st.keys, &st.cap_keys, 2 * n_keys, sizeof(int64_t))

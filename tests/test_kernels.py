@@ -148,6 +148,7 @@ def test_ranking_statistics_rebuild_R(n_items, t_max):
         (60, 300, 12, "radix"),
         (40, 2000, 25, "radix"),
         (400, 8, 6, "dense"),
+        (300, 30, 30, "dense"),
     ],
 )
 def test_ranking_statistics_list_every_precedence_once_in_order(
@@ -178,6 +179,11 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
     assert_array_equal(stats.pair_second, expected[:, 1])
     assert_array_equal(stats.pair_first, expected[:, 2])
     assert_array_equal(stats.pair_count, count)
+    # and each item's count of rankings that place it at each stage
+    placed = np.zeros((len(stats.items), t_max))
+    for i, j in zip(*np.nonzero(X >= 0)):
+        placed[local[i, j], j] += 1
+    assert_array_equal(stats.counts, placed)
 
 
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
