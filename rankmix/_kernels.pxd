@@ -31,6 +31,9 @@ cdef int statistics_build(
     intp_t n_members, intp_t n_items, intp_t* local,
 ) except -1 nogil
 cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil
+cdef double statistics_bytes_bound(
+    double n_keys, intp_t n_members, intp_t n_items, intp_t t_max,
+) noexcept nogil
 
 
 cdef double log_psi(intp_t m, double theta) noexcept nogil

@@ -516,6 +516,34 @@ cdef int statistics_build(
     return 0
 
 
+cdef double statistics_bytes_bound(
+    double n_keys, intp_t n_members, intp_t n_items, intp_t t_max,
+) noexcept nogil:
+    """About the most bytes ``statistics_build`` needs for ``n_members`` rankings
+    with ``n_keys`` precedences (sum_i t_i (t_i - 1) / 2) among ``n_items`` items
+    over ``t_max`` stages, whichever path it takes: the pairs (32 bytes, at most
+    one a precedence and one a (stage, second, first) cell), the sorted path's
+    keys and their scratch (16 bytes a precedence, taken only with fewer
+    precedences than a quarter of the cells) or the dense path's stage table
+    and lengths, the items and the stage counts. (Buffers grow by doubling, so
+    what they hold may reach twice what they need.)"""
+    cdef double cells = <double> n_items * n_items * t_max
+    return (32.0 * min(n_keys, cells) + 16.0 * min(n_keys, cells / 4.0 + 256.0)
+            + 8.0 * n_items * n_items + 8.0 * n_members
+            + 8.0 * n_items * (t_max + 1))
+
+
+def _statistics_bytes_bound(const intp_t[:, ::1] X, const intp_t[::1] members,
+                            intp_t n_items):
+    """``statistics_bytes_bound`` of the rankings ``X[members]``, for tests."""
+    cdef double n_keys = 0.0
+    cdef intp_t i, t
+    for i in range(members.shape[0]):
+        t = row_length(&X[members[i], 0], X.shape[1])
+        n_keys += t * (t - 1) // 2
+    return statistics_bytes_bound(n_keys, members.shape[0], n_items, X.shape[1])
+
+
 cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil:
     """Copy into ``st``'s own buffers the statistics ``source`` points at (built
     elsewhere: ``merge_statistics``'s, of rankings held by Dask workers), in

@@ -53,7 +53,8 @@ from numpy.random cimport bitgen_t
 from ._kernels cimport (
     Statistics, codes_one, intp_t, log_psi, mh_sigma,
     row_length, slice_theta,
-    stage_sums, stagewise, statistics_build, statistics_free, statistics_init,
+    stage_sums, stagewise, statistics_build, statistics_bytes_bound,
+    statistics_free, statistics_init,
     statistics_load, theta_exact, theta_log_normaliser, transposition_pass,
     weighted_statistics,
 )
@@ -109,6 +110,11 @@ cdef intp_t SINGLETON_MOVES = 10
 # from this many rankings (fewer are not worth waking them for); read by each
 # chain when it is made (a test sets it to compare with the sequential scan)
 PARALLEL_SCAN_ROWS = 2048
+
+# The sub-cluster parameter step updates clusters on as many threads as hold
+# about this many bytes of statistics at once (``_parameter_threads``), or one
+# when a single cluster needs more; read by each chain when it is made.
+PARALLEL_STATISTICS_BYTES = 1 << 30
 
 
 cdef inline void statistics_stage_sums(
@@ -339,6 +345,7 @@ cdef class MallowsChain:
     cdef char* repeats_previous  # (N,) row i equals row i - 1
     cdef public bint reuse_repeated_rows  # the cache on (tests turn it off)
     cdef public intp_t thread_cap   # subcluster: at most this many threads (0: none)
+    cdef readonly intp_t parameter_threads  # the threads of the last parameter step
 
     # scratch
     cdef intp_t* code          # (T,)
@@ -369,6 +376,7 @@ cdef class MallowsChain:
     cdef double pick_log_partner  # a merge's log P(B | A) (_cluster_pair)
     cdef intp_t sm_codes_threads
     cdef intp_t parallel_scan_rows  # PARALLEL_SCAN_ROWS when the chain was made
+    cdef intp_t parallel_statistics_bytes  # PARALLEL_STATISTICS_BYTES then
 
     # rankings held elsewhere (``remote``): the rows a move reads, fetched into
     # ``cache_rows`` (row ``cache_list[s]`` at slot s) for one sweep
@@ -495,6 +503,7 @@ cdef class MallowsChain:
         self.sm_gm = <double*> grow_array(NULL, 2 * max(self.N, 1) * sizeof(double))
         if subcluster:
             self.parallel_scan_rows = max(1, PARALLEL_SCAN_ROWS)
+            self.parallel_statistics_bytes = max(1, PARALLEL_STATISTICS_BYTES)
         if (self.code == NULL or self.old_code == NULL or self.members == NULL
                 or self.taken == NULL or self.code_logw == NULL):
             raise MemoryError("could not allocate the chain's work arrays")
@@ -1148,7 +1157,6 @@ cdef class MallowsChain:
             n_threads = max(1, min(max_threads(), K))
             if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
                 n_threads = self.thread_cap
-            self._grow_works(n_threads)
             if self.remote is not None:
                 with gil:
                     kept = self._clusters_statistics(K)
@@ -1159,6 +1167,9 @@ cdef class MallowsChain:
                             NULL, max(K, 1) * sizeof(Statistics))
                         for a in range(K):
                             statistics_view(&given[a], kept[a], self.T, self.n)
+                n_threads = self._parameter_threads(K, n_threads, given)
+                self.parameter_threads = n_threads
+                self._grow_works(n_threads)
                 for a in prange(K, schedule="dynamic", num_threads=n_threads):
                     tid = threadid()
                     c = self.slots.active[a]
@@ -1183,6 +1194,36 @@ cdef class MallowsChain:
                 continue
             self._update_cluster(c, &self.work, self.rng, NULL)
         return 0
+
+    cdef int _parameter_threads(self, intp_t K, int n_threads,
+                                const Statistics* given) noexcept nogil:
+        """The threads of a sub-cluster chain's parameter step: at most
+        ``n_threads``, and few enough that the statistics they build at once
+        hold about ``parallel_statistics_bytes`` in all, or one thread when the
+        largest cluster's alone need more (``statistics_bytes_bound``; ``given``:
+        the clusters' statistics, built elsewhere, that the threads copy). Full
+        rankings of hundreds of items need up to n^2 (n - 1) pairs a cluster,
+        gigabytes, each of which a thread would hold: so the step's memory stays
+        near a one-thread chain's. The draws do not depend on the threads."""
+        cdef intp_t a, c, p, t, start
+        cdef double n_keys, needed, largest = 0.0
+        cdef double budget = <double> self.parallel_statistics_bytes
+        for a in range(K):
+            if given != NULL:
+                needed = (32.0 * given[a].n_pairs
+                          + 8.0 * given[a].n_ranked * (given[a].n_stages + 1))
+            else:
+                c = self.slots.active[a]
+                start = self.slots.member_start[c]
+                n_keys = 0.0
+                for p in range(start, start + self.size[c]):
+                    t = self.lengths[self.members[p]]
+                    n_keys += t * (t - 1) // 2
+                needed = statistics_bytes_bound(n_keys, self.size[c], self.n, self.T)
+            largest = max(largest, needed)
+        if largest * n_threads <= budget:
+            return n_threads
+        return max(1, <int> min(<double> n_threads, budget / largest))
 
     cdef int _grow_works(self, intp_t n_threads) except -1 nogil:
         """At least ``n_threads`` per-thread works (``ClusterWork``)."""

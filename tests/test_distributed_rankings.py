@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
-from rankmix import DPMallowsClustering, _mallows, _subcluster_chain
+from rankmix import DPMallowsClustering, _mallows, _mallows_chain, _subcluster_chain
 from rankmix._distributed_rankings import DaskRankings
 from rankmix._kernels import merge_statistics, ranking_statistics
 from rankmix._mallows_chain import MallowsChain
@@ -112,6 +112,21 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
     assert sequential_init or counts["split_accepted"] > 0
     for k, x in enumerate(local.snapshot()[1:3]):
         assert_array_equal(x, remote.snapshot()[1 + k])
+
+
+def test_parameter_step_on_statistics_from_elsewhere_keeps_to_the_budget(
+    monkeypatch,
+):
+    # the statistics the holders send are sized as they are: a budget of one
+    # byte runs the parameter step on one thread, and the chain with its
+    # rankings elsewhere still draws what the one with them here draws
+    monkeypatch.setattr(_mallows_chain, "PARALLEL_STATISTICS_BYTES", 1)
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
+    local = make_chain(X, None, 4, False)
+    remote = make_chain(X, rows, 4, False)
+    assert_same_sweeps(local, remote, 5)
+    assert local.parameter_threads == remote.parameter_threads == 1
 
 
 @pytest.mark.parametrize("budget", [None, 800, 0])

@@ -186,6 +186,41 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
     assert_array_equal(stats.counts, placed)
 
 
+@pytest.mark.parametrize(
+    "n_rankings, n_items, t_max, path",
+    [
+        (3, 40, 10, "sort"),
+        (60, 300, 12, "sort"),
+        (400, 8, 6, "dense"),
+        (300, 30, 30, "dense"),
+        (500, 12, 12, "dense"),
+    ],
+)
+def test_statistics_bytes_bound_covers_what_a_build_needs(
+    n_rankings, n_items, t_max, path
+):
+    # the bound the sub-cluster parameter step sizes its threads by covers what
+    # statistics_build needs on either path: the pairs, the stage counts and
+    # items, and the sort's keys with their scratch or the dense path's stage
+    # table and lengths; within a few times that for full rankings, whose
+    # pairs (n^2 (n - 1) at most) it is for
+    rng = np.random.RandomState(n_items)
+    X = random_rankings(rng, n_rankings, n_items, t_max)
+    members = np.arange(n_rankings, dtype=np.intp)
+    stats = _kernels.ranking_statistics(X, members, n_items)
+    lengths = (X >= 0).sum(axis=1)
+    n_keys = int((lengths * (lengths - 1) // 2).sum())
+    D = len(stats.items)
+    dense = D**2 * t_max <= 4 * n_keys + 1024
+    assert ("dense" if dense else "sort") == path
+    needed = (32 * len(stats.pair_first) + 8 * D * (t_max + 1)
+              + (8 * D**2 + 8 * n_rankings if dense else 16 * n_keys))
+    bound = _kernels._statistics_bytes_bound(X, members, n_items)
+    assert needed <= bound
+    if path == "dense":
+        assert bound < 4 * needed
+
+
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
 def test_energy_and_code_sums_match_reference(n_items, t_max):
     # L_sigma(R) from the compact R, and sum_j theta_j S_j(sigma), equal the reference

@@ -9,6 +9,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import threadpool_limits
 
 from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
 from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE, _chain_from_beta_gibbs_start
@@ -35,6 +36,13 @@ def exact_posterior():
             alpha_mean,
         ),
     }
+
+
+def openmp_threads_under(n_threads):
+    """The OpenMP threads a chain may use under a limit of ``n_threads`` (1 in a
+    build without OpenMP)."""
+    with threadpool_limits(n_threads, user_api="openmp"):
+        return _subcluster_chain.openmp_threads()
 
 
 def _subcluster(**params):
@@ -105,6 +113,39 @@ def test_draws_do_not_depend_on_the_number_of_threads():
             assert_array_equal(model.trace_[name], trace)
     # the label step moved rankings: the chain is not frozen at its start
     assert len({tuple(labels) for labels in fits[0].label_samples_}) > 1
+
+
+def test_parameter_step_threads_keep_statistics_within_their_budget(monkeypatch):
+    # the parameter step updates clusters on as many threads as hold about
+    # PARALLEL_STATISTICS_BYTES of statistics at once, and on one when a
+    # cluster's alone need more: every thread by default here, one when the
+    # budget is a byte, and the same chain either way (each cluster's update
+    # has its own stream)
+    X, _, _ = make_mallows_mixture(
+        n_clusters=3, n_per_cluster=60, n_items=12, t=12, theta=0.5, random_state=2
+    )
+    model = _subcluster(init="random", init_clusters=4)
+    X = model._prepare(X)
+
+    def run():
+        chain = model._chain_factory(X)(np.random.PCG64(0))
+        used, draws = set(), []
+        with threadpool_limits(2, user_api="openmp"):
+            for _ in range(6):
+                chain.sweep()
+                used.add(chain.parameter_threads)
+                draws.append((chain.snapshot()[0], chain.log_joint))
+        return used, draws
+
+    used, draws = run()
+    if openmp_threads_under(2) == 2:
+        assert used == {2}
+    monkeypatch.setattr(_mallows_chain, "PARALLEL_STATISTICS_BYTES", 1)
+    used_budgeted, draws_budgeted = run()
+    assert used_budgeted == {1}
+    for (labels, log_joint), (labels_b, log_joint_b) in zip(draws, draws_budgeted):
+        assert_array_equal(labels, labels_b)
+        assert log_joint == log_joint_b
 
 
 def test_large_launches_match_the_sequential_scan(monkeypatch):
