@@ -141,6 +141,21 @@ def test_ranking_statistics_rebuild_R(n_items, t_max):
     assert_array_equal(items, np.unique(X[members][X[members] >= 0]))
 
 
+def built_statistics(n_rankings, n_items, t_max):
+    """Random rankings, their ``ranking_statistics`` and the path it took:
+    ``(X, members, stats, n_keys, path)``, path "dense" (D^2 t <= 4 n_keys +
+    1024), else "qsort" below 1,024 precedences and "radix" from there on."""
+    rng = np.random.RandomState(n_items)
+    X = random_rankings(rng, n_rankings, n_items, t_max)
+    members = np.arange(n_rankings, dtype=np.intp)
+    stats = _kernels.ranking_statistics(X, members, n_items)
+    lengths = (X >= 0).sum(axis=1)
+    n_keys = int((lengths * (lengths - 1) // 2).sum())
+    dense = len(stats.items) ** 2 * t_max <= 4 * n_keys + 1024
+    path = "dense" if dense else "qsort" if n_keys < 1024 else "radix"
+    return X, members, stats, n_keys, path
+
+
 @pytest.mark.parametrize(
     "n_rankings, n_items, t_max, path",
     [
@@ -157,12 +172,9 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
     # the pairs are the distinct (stage, second, first) precedences of local
     # item indices, in increasing order, with their counts, as NumPy's unique
     # lists them, whichever way statistics_build counts them: a dense table
-    # (D^2 t <= 4 n_keys + 1024), else sorted keys, by qsort below 1,024 keys
-    # and by the radix sort from there on
-    rng = np.random.RandomState(n_items)
-    X = random_rankings(rng, n_rankings, n_items, t_max)
-    members = np.arange(n_rankings, dtype=np.intp)
-    stats = _kernels.ranking_statistics(X, members, n_items)
+    # a stage at a time, else sorted keys, by qsort or by the radix sort
+    X, _, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
+    assert taken == path
     local = np.searchsorted(stats.items, np.maximum(X, 0))
     keys = [
         (j, local[i, j], local[i, k])
@@ -171,9 +183,7 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
         if X[i, j] >= 0
         for k in range(j)
     ]
-    dense = len(stats.items) ** 2 * t_max <= 4 * len(keys) + 1024
-    taken = "dense" if dense else "qsort" if len(keys) < 1024 else "radix"
-    assert taken == path
+    assert len(keys) == n_keys
     expected, count = np.unique(np.array(keys), axis=0, return_counts=True)
     assert_array_equal(stats.pair_stage, expected[:, 0])
     assert_array_equal(stats.pair_second, expected[:, 1])
@@ -187,34 +197,19 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
 
 
 @pytest.mark.parametrize(
-    "n_rankings, n_items, t_max, path",
-    [
-        (3, 40, 10, "sort"),
-        (60, 300, 12, "sort"),
-        (400, 8, 6, "dense"),
-        (300, 30, 30, "dense"),
-        (500, 12, 12, "dense"),
-    ],
+    "n_rankings, n_items, t_max",
+    [(3, 40, 10), (60, 300, 12), (400, 8, 6), (300, 30, 30), (500, 12, 12)],
 )
-def test_statistics_bytes_bound_covers_what_a_build_needs(
-    n_rankings, n_items, t_max, path
-):
+def test_statistics_bytes_bound_covers_what_a_build_needs(n_rankings, n_items, t_max):
     # the bound the sub-cluster parameter step sizes its threads by covers what
     # statistics_build needs on either path: the pairs, the stage counts and
     # items, and the sort's keys with their scratch or the dense path's stage
     # table and lengths; within a few times that for full rankings, whose
     # pairs (n^2 (n - 1) at most) it is for
-    rng = np.random.RandomState(n_items)
-    X = random_rankings(rng, n_rankings, n_items, t_max)
-    members = np.arange(n_rankings, dtype=np.intp)
-    stats = _kernels.ranking_statistics(X, members, n_items)
-    lengths = (X >= 0).sum(axis=1)
-    n_keys = int((lengths * (lengths - 1) // 2).sum())
+    X, members, stats, n_keys, path = built_statistics(n_rankings, n_items, t_max)
     D = len(stats.items)
-    dense = D**2 * t_max <= 4 * n_keys + 1024
-    assert ("dense" if dense else "sort") == path
     needed = (32 * len(stats.pair_first) + 8 * D * (t_max + 1)
-              + (8 * D**2 + 8 * n_rankings if dense else 16 * n_keys))
+              + (8 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
     bound = _kernels._statistics_bytes_bound(X, members, n_items)
     assert needed <= bound
     if path == "dense":
