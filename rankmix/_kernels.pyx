@@ -723,25 +723,14 @@ cdef void stage_sums(
     also ranks before x_j. O(D t + n_pairs).
     """
     cdef intp_t a, j, p
-    cdef double total
     for j in range(n_stages):
         out[j] = 0.0
     for a in range(n_ranked):
         for j in range(n_stages):
             out[j] += counts[a * n_stages + j] * position[items[a]]
-    # The pairs come stage by stage: a stage's sum is kept in a register, and
-    # each pair subtracts its count times the comparison, not on a branch (its
-    # outcome is a coin toss for a poor sigma); subtracting 0.0 changes no sum,
-    # so the sums are the branch's, to the bit.
-    p = 0
-    while p < n_pairs:
-        j = pair_stage[p]
-        total = out[j]
-        while p < n_pairs and pair_stage[p] == j:
-            total -= pair_count[p] * (
-                position[items[pair_first[p]]] < position[items[pair_second[p]]])
-            p += 1
-        out[j] = total
+    for p in range(n_pairs):
+        if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
+            out[pair_stage[p]] -= pair_count[p]
 
 
 cdef double energy(
