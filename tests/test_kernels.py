@@ -164,6 +164,8 @@ def built_statistics(n_rankings, n_items, t_max):
         (40, 2000, 25, "radix"),
         (400, 8, 6, "dense"),
         (300, 30, 30, "dense"),
+        # tables of 13 stages each (DENSE_GROUP_CELLS, 2^19 doubles)
+        (2500, 200, 30, "dense"),
     ],
 )
 def test_ranking_statistics_list_every_precedence_once_in_order(
@@ -197,16 +199,29 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
 
 
 @pytest.mark.parametrize(
-    "n_rankings, n_items, t_max",
-    [(3, 40, 10), (60, 300, 12), (400, 8, 6), (300, 30, 30), (500, 12, 12)],
+    "n_rankings, n_items, t_max, path",
+    [
+        (3, 40, 10, "qsort"),
+        (60, 300, 12, "radix"),
+        # the keys and their scratch matter: more than a dense group's table
+        (8000, 1000, 20, "radix"),
+        (400, 8, 6, "dense"),
+        (300, 30, 30, "dense"),
+        (500, 12, 12, "dense"),
+        # no precedence: the table is all the build needs
+        (500, 32, 1, "dense"),
+    ],
 )
-def test_statistics_bytes_bound_covers_what_a_build_needs(n_rankings, n_items, t_max):
+def test_statistics_bytes_bound_covers_what_a_build_needs(
+    n_rankings, n_items, t_max, path
+):
     # the bound the sub-cluster parameter step sizes its threads by covers what
     # statistics_build needs on either path: the pairs, the stage counts and
-    # items, and the sort's keys with their scratch or the dense path's stage
-    # table and lengths; within a few times that for full rankings, whose
-    # pairs (n^2 (n - 1) at most) it is for
-    X, members, stats, n_keys, path = built_statistics(n_rankings, n_items, t_max)
+    # items, and the sort's keys with their scratch or the dense path's table
+    # (one stage's D^2 doubles at least) and lengths; within a few times that
+    # for full rankings, whose pairs (n^2 (n - 1) at most) it is for
+    X, members, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
+    assert taken == path
     D = len(stats.items)
     needed = (32 * len(stats.pair_first) + 8 * D * (t_max + 1)
               + (8 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
