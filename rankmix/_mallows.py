@@ -61,7 +61,14 @@ AUTO_SPLIT_MERGE = {
 }
 
 
-def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator):
+# The sequential start has failed when more than this share of the rankings sit
+# alone in their clusters (at least START_MIN_RANKINGS of them; fewer may well
+# be singletons): ``_chain_from_beta_gibbs_start`` then starts at random.
+START_MAX_ALONE = 0.25
+START_MIN_RANKINGS = 100
+
+
+def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator, fallback=False):
     """A chain that starts from the clustering of Beta-Gibbs's sequential prediction.
 
     Slice-Gibbs's sequential start seats each ranking by the exact assignment
@@ -73,8 +80,22 @@ def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator):
     predictive integrates theta out (approximately), so its start is kept and the
     exact chain then fits each cluster's (sigma, theta) to its members. The start
     draws from ``bit_generator`` before the chain does: one random stream.
+
+    Beta-Gibbs's start fails the other way on dispersed rankings: a cluster of
+    one ranking is given the dispersion of the prior's mean code (1 a rank by
+    default), far too concentrated for rankings whose codes are many times
+    larger, so each ranking that follows opens a cluster of its own (1,000
+    clusters from 1,000 full rankings of 100 items at theta = 0.1, where the
+    chain then costs K times a sweep and stays there). With ``fallback``, when
+    more than ``START_MAX_ALONE`` of at least ``START_MIN_RANKINGS`` rankings
+    are left alone, the chain starts from ``init_clusters`` random clusters
+    instead (``init="random"``).
     """
     labels = make_start(bit_generator).snapshot()[0].astype(np.intp)
+    if fallback and len(labels) >= START_MIN_RANKINGS:
+        sizes = np.bincount(labels)
+        if (sizes == 1).sum() > START_MAX_ALONE * len(labels):
+            return make_chain(bit_generator, sequential_init=False)
     return make_chain(bit_generator, init_labels=labels)
 
 
@@ -138,8 +159,14 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
     init : {"auto", "sequential", "random"}, default="auto"
         How each chain starts. ``"auto"``: ``"sequential"`` for the Gibbs
-        samplers; for ``"subcluster"``, one cluster holding every ranking, which
-        its splits take apart (as Chang & Fisher's sampler starts). ``"sequential"``:
+        samplers, except that Slice-Gibbs starts as ``"random"`` does where the
+        sequential start leaves more than a quarter of 100 rankings or more
+        alone in their clusters (dispersed rankings, such as 1,000 full
+        rankings of 100 items at theta = 0.1, where it left every ranking
+        alone, each sweep then weighing every ranking against 1,000 clusters);
+        for ``"subcluster"``,
+        one cluster holding every ranking, which its splits take apart (as
+        Chang & Fisher's sampler starts). ``"sequential"``:
         sequential prediction (Liang et al. 2007, sec. 5.1), the rankings added
         one at a time in a random order, each drawn into a cluster given the
         rankings before it by the assignment step (the cost of one sweep).
@@ -164,7 +191,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         clusters and held 456 to 475 after 60 sweeps (ARI 0.76 to 0.79), where
         from one cluster the splits found the 10 within 10 sweeps (ARI 0.999).
     init_clusters : int, default=20
-        Size of the random initial clustering (``init="random"`` only).
+        Size of the random initial clustering (``init="random"``, or
+        ``init="auto"`` where the sequential start leaves rankings alone).
     alpha_prior : tuple (shape, rate), default=None
         A Gamma(shape, rate) prior on alpha (rate = 1 / scale), which is then
         resampled every sweep (Escobar & West 1995) and traced as
@@ -763,7 +791,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             return make_chain
         # Slice-Gibbs starts where Beta-Gibbs's sequential prediction ends
         make_start = chain(True, sequential_init=True)
-        return partial(_chain_from_beta_gibbs_start, make_start, make_chain)
+        return partial(_chain_from_beta_gibbs_start, make_start, make_chain,
+                       fallback=self.init == "auto")
 
     def _split_merges(self):
         """``n_split_merge``, "auto" resolved (``AUTO_SPLIT_MERGE``): 4 for

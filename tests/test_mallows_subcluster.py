@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from rankmix import DPMallowsClustering, _mallows_chain, _subcluster_chain
+from rankmix import DPMallowsClustering, _mallows, _mallows_chain, _subcluster_chain
 from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE, _chain_from_beta_gibbs_start
 from rankmix.datasets import make_mallows_mixture
 
@@ -307,6 +307,33 @@ def test_slice_gibbs_starts_where_beta_gibbs_sequential_prediction_ends():
     assert model._chain_factory(model._prepare(X)).func is not (
         _chain_from_beta_gibbs_start
     )
+
+
+def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
+    # on dispersed full rankings Beta-Gibbs's start opens a cluster for most
+    # rankings (a one-ranking cluster's dispersion is far too small for the
+    # rest): with init="auto" Slice-Gibbs then starts from init_clusters
+    # random clusters; init="sequential" keeps that start, as do fewer than
+    # START_MIN_RANKINGS rankings
+    X = make_mallows_mixture(
+        n_clusters=2, n_per_cluster=60, n_items=30, t=30, theta=0.05,
+        centre_n_rankings=0, random_state=0,
+    )[0]
+    beta = DPMallowsClustering(sampler="beta-gibbs")
+    start = beta._chain_factory(beta._prepare(X))(np.random.PCG64(5))
+    sizes = np.bincount(start.snapshot()[0])
+    assert (sizes == 1).sum() > _mallows.START_MAX_ALONE * len(X)
+
+    def first_labels(X, **params):
+        model = DPMallowsClustering(init_clusters=7, **params)
+        return model._chain_factory(model._prepare(X))(np.random.PCG64(5)).snapshot()[0]
+
+    assert len(np.unique(first_labels(X))) <= 7
+    assert_array_equal(first_labels(X, init="sequential"), start.snapshot()[0])
+    few = X[: _mallows.START_MIN_RANKINGS - 1]
+    few_start = beta._chain_factory(beta._prepare(few))(np.random.PCG64(5))
+    assert len(np.unique(few_start.snapshot()[0])) > 7
+    assert_array_equal(first_labels(few), few_start.snapshot()[0])
 
 
 def test_default_subcluster_fit_finds_the_clusters():
