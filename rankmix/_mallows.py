@@ -92,11 +92,26 @@ def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator, fallback
     instead (``init="random"``).
     """
     labels = make_start(bit_generator).snapshot()[0].astype(np.intp)
-    if fallback and len(labels) >= START_MIN_RANKINGS:
-        sizes = np.bincount(labels)
-        if (sizes == 1).sum() > START_MAX_ALONE * len(labels):
-            return make_chain(bit_generator, sequential_init=False)
+    if fallback and _left_alone(labels):
+        return make_chain(bit_generator, sequential_init=False)
     return make_chain(bit_generator, init_labels=labels)
+
+
+def _chain_from_sequential_start(make_chain, bit_generator):
+    """Beta-Gibbs's chain from its sequential start, or, where that start leaves
+    rankings alone (``_chain_from_beta_gibbs_start``), from ``init_clusters``
+    random clusters, drawn from the stream after it."""
+    chain = make_chain(bit_generator)
+    if _left_alone(chain.snapshot()[0]):
+        return make_chain(bit_generator, sequential_init=False)
+    return chain
+
+
+def _left_alone(labels):
+    """Whether a start leaves more than ``START_MAX_ALONE`` of its rankings (at
+    least ``START_MIN_RANKINGS`` of them) alone in their clusters."""
+    return (len(labels) >= START_MIN_RANKINGS
+            and (np.bincount(labels) == 1).sum() > START_MAX_ALONE * len(labels))
 
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
@@ -159,7 +174,7 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
     init : {"auto", "sequential", "random"}, default="auto"
         How each chain starts. ``"auto"``: ``"sequential"`` for the Gibbs
-        samplers, except that Slice-Gibbs starts as ``"random"`` does where the
+        samplers, except that they start as ``"random"`` does where the
         sequential start leaves more than a quarter of 100 rankings or more
         alone in their clusters (dispersed rankings, such as 1,000 full
         rankings of 100 items at theta = 0.1, where it left every ranking
@@ -787,6 +802,8 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             subcluster=self.sampler == "subcluster",
             remote=remote,
         )
+        if self.init == "auto" and self.sampler == "beta-gibbs":
+            return partial(_chain_from_sequential_start, make_chain)
         if not (sequential_init and self.sampler == "slice-gibbs"):
             return make_chain
         # Slice-Gibbs starts where Beta-Gibbs's sequential prediction ends

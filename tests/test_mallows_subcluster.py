@@ -285,6 +285,8 @@ def _chain_partial(factory):
     """The partial of MallowsChain that a chain factory calls last."""
     if factory.func is _chain_from_beta_gibbs_start:
         return factory.args[1]
+    if factory.func is _mallows._chain_from_sequential_start:
+        return factory.args[0]
     return factory
 
 
@@ -312,14 +314,14 @@ def test_slice_gibbs_starts_where_beta_gibbs_sequential_prediction_ends():
 def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
     # on dispersed full rankings Beta-Gibbs's start opens a cluster for most
     # rankings (a one-ranking cluster's dispersion is far too small for the
-    # rest): with init="auto" Slice-Gibbs then starts from init_clusters
-    # random clusters; init="sequential" keeps that start, as do fewer than
-    # START_MIN_RANKINGS rankings
+    # rest): with init="auto" Slice-Gibbs and Beta-Gibbs then start from
+    # init_clusters random clusters; init="sequential" keeps that start, as do
+    # fewer than START_MIN_RANKINGS rankings
     X = make_mallows_mixture(
         n_clusters=2, n_per_cluster=60, n_items=30, t=30, theta=0.05,
         centre_n_rankings=0, random_state=0,
     )[0]
-    beta = DPMallowsClustering(sampler="beta-gibbs")
+    beta = DPMallowsClustering(sampler="beta-gibbs", init="sequential")
     start = beta._chain_factory(beta._prepare(X))(np.random.PCG64(5))
     sizes = np.bincount(start.snapshot()[0])
     assert (sizes == 1).sum() > _mallows.START_MAX_ALONE * len(X)
@@ -329,7 +331,10 @@ def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
         return model._chain_factory(model._prepare(X))(np.random.PCG64(5)).snapshot()[0]
 
     assert len(np.unique(first_labels(X))) <= 7
+    assert len(np.unique(first_labels(X, sampler="beta-gibbs"))) <= 7
     assert_array_equal(first_labels(X, init="sequential"), start.snapshot()[0])
+    assert_array_equal(first_labels(X, sampler="beta-gibbs", init="sequential"),
+                       start.snapshot()[0])
     few = X[: _mallows.START_MIN_RANKINGS - 1]
     few_start = beta._chain_factory(beta._prepare(few))(np.random.PCG64(5))
     assert len(np.unique(few_start.snapshot()[0])) > 7
