@@ -173,8 +173,8 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
 ):
     # the pairs are the distinct (stage, second, first) precedences of local
     # item indices, in increasing order, with their counts, as NumPy's unique
-    # lists them, whichever way statistics_build counts them: a dense table
-    # a stage at a time, else sorted keys, by qsort or by the radix sort
+    # lists them, whichever way statistics_build counts them: dense tables, a
+    # group of stages at a time, else sorted keys, by qsort or the radix sort
     X, _, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
     assert taken == path
     local = np.searchsorted(stats.items, np.maximum(X, 0))
