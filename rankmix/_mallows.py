@@ -61,14 +61,18 @@ AUTO_SPLIT_MERGE = {
 }
 
 
-# The sequential start has failed when more than this share of the rankings sit
-# alone in their clusters (at least START_MIN_RANKINGS of them; fewer may well
-# be singletons): ``_chain_from_beta_gibbs_start`` then starts at random.
+# The sequential start has failed when more than this share of the distinct
+# rankings (at least START_MIN_RANKINGS of them; fewer may well be alone) sit
+# alone in their clusters, with no ranking but their own copies: the chain then
+# starts at random (``_chain_from_beta_gibbs_start``). A tenth would also catch
+# outliers among tight clusters of long rankings, which the chain keeps alone,
+# but it fired on 2,000 Jester top-5 rankings (11% alone, soon placed), where
+# the random start's chains ended 350 to 3,000 nats lower after 200 sweeps.
 START_MAX_ALONE = 0.25
 START_MIN_RANKINGS = 100
 
 
-def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator, fallback=False):
+def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator, rankings=None):
     """A chain that starts from the clustering of Beta-Gibbs's sequential prediction.
 
     Slice-Gibbs's sequential start seats each ranking by the exact assignment
@@ -84,34 +88,46 @@ def _chain_from_beta_gibbs_start(make_start, make_chain, bit_generator, fallback
     Beta-Gibbs's start fails the other way on dispersed rankings: a cluster of
     one ranking is given the dispersion of the prior's mean code (1 a rank by
     default), far too concentrated for rankings whose codes are many times
-    larger, so each ranking that follows opens a cluster of its own (1,000
-    clusters from 1,000 full rankings of 100 items at theta = 0.1, where the
-    chain then costs K times a sweep and stays there). With ``fallback``, when
-    more than ``START_MAX_ALONE`` of at least ``START_MIN_RANKINGS`` rankings
-    are left alone, the chain starts from ``init_clusters`` random clusters
-    instead (``init="random"``).
+    larger, so each ranking that follows opens a cluster of its own (all of
+    1,000 full rankings of 100 items at theta = 0.1; the chain then weighs
+    every ranking against every cluster and stays there). With
+    ``rankings`` (each row's distinct ranking, ``_distinct_rankings``), where
+    the start leaves rankings alone (``_left_alone``), the chain starts from
+    ``init_clusters`` random clusters instead (``init="random"``).
     """
     labels = make_start(bit_generator).snapshot()[0].astype(np.intp)
-    if fallback and _left_alone(labels):
+    if rankings is not None and _left_alone(labels, rankings):
         return make_chain(bit_generator, sequential_init=False)
     return make_chain(bit_generator, init_labels=labels)
 
 
-def _chain_from_sequential_start(make_chain, bit_generator):
+def _chain_from_sequential_start(make_chain, rankings, bit_generator):
     """Beta-Gibbs's chain from its sequential start, or, where that start leaves
-    rankings alone (``_chain_from_beta_gibbs_start``), from ``init_clusters``
-    random clusters, drawn from the stream after it."""
+    rankings alone (``_left_alone``), from ``init_clusters`` random clusters,
+    drawn from the stream after it."""
     chain = make_chain(bit_generator)
-    if _left_alone(chain.snapshot()[0]):
-        return make_chain(bit_generator, sequential_init=False)
-    return chain
+    if not _left_alone(chain.snapshot()[0], rankings):
+        return chain
+    del chain   # (its work arrays grow with n_items squared)
+    return make_chain(bit_generator, sequential_init=False)
 
 
-def _left_alone(labels):
-    """Whether a start leaves more than ``START_MAX_ALONE`` of its rankings (at
-    least ``START_MIN_RANKINGS`` of them) alone in their clusters."""
-    return (len(labels) >= START_MIN_RANKINGS
-            and (np.bincount(labels) == 1).sum() > START_MAX_ALONE * len(labels))
+def _distinct_rankings(X):
+    """Each row's distinct ranking, as an index: the copies that
+    ``sample_weight`` makes of a ranking, or repeated rows, share one."""
+    return np.unique(X, axis=0, return_inverse=True)[1].reshape(-1).astype(np.intp)
+
+
+def _left_alone(labels, rankings):
+    """Whether a start leaves more than ``START_MAX_ALONE`` of the distinct
+    ``rankings`` (at least ``START_MIN_RANKINGS`` of them) alone in clusters
+    that hold nothing but their copies."""
+    n_distinct = int(rankings.max()) + 1 if len(rankings) else 0
+    if n_distinct < START_MIN_RANKINGS:
+        return False
+    pairs = np.unique(labels.astype(np.int64) * n_distinct + rankings)
+    kinds = np.bincount(pairs // n_distinct)   # distinct rankings in each cluster
+    return (kinds == 1).sum() > START_MAX_ALONE * n_distinct
 
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
@@ -174,12 +190,19 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         Slice-sampling steps per theta_j and round (T_Slices), for "slice-gibbs".
     init : {"auto", "sequential", "random"}, default="auto"
         How each chain starts. ``"auto"``: ``"sequential"`` for the Gibbs
-        samplers, except that they start as ``"random"`` does where the
-        sequential start leaves more than a quarter of 100 rankings or more
-        alone in their clusters (dispersed rankings, such as 1,000 full
-        rankings of 100 items at theta = 0.1, where it left every ranking
-        alone, each sweep then weighing every ranking against 1,000 clusters);
-        for ``"subcluster"``,
+        samplers, except that a chain starts as ``"random"`` does where its
+        sequential start leaves more than a quarter of the distinct rankings
+        (of 100 or more) alone in clusters of their own copies: dispersed
+        rankings, such as 1,000 full rankings of 100 items at theta = 0.1,
+        where it left every ranking alone and each sweep then weighed every
+        ranking against 1,000 clusters (Beta-Gibbs's own assignment step opens
+        such clusters again, so there it still keeps many). Short rankings
+        left alone find clusters in a few sweeps (11% of 2,000 Jester top-5
+        rankings; from random starts the chains ended lower in log joint);
+        long ones stay alone
+        (so may outliers, 15 to 25% of the rankings, among tight clusters of
+        full rankings: check ``trace_["n_clusters"]``, and try ``"random"``).
+        For ``"subcluster"``,
         one cluster holding every ranking, which its splits take apart (as
         Chang & Fisher's sampler starts). ``"sequential"``:
         sequential prediction (Liang et al. 2007, sec. 5.1), the rankings added
@@ -802,14 +825,17 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
             subcluster=self.sampler == "subcluster",
             remote=remote,
         )
-        if self.init == "auto" and self.sampler == "beta-gibbs":
-            return partial(_chain_from_sequential_start, make_chain)
+        # the Gibbs samplers' starts are checked for rankings left alone
+        checked = self.init == "auto" and self.sampler != "subcluster"
+        rankings = _distinct_rankings(X) if checked else None
+        if rankings is not None and self.sampler == "beta-gibbs":
+            return partial(_chain_from_sequential_start, make_chain, rankings)
         if not (sequential_init and self.sampler == "slice-gibbs"):
             return make_chain
         # Slice-Gibbs starts where Beta-Gibbs's sequential prediction ends
         make_start = chain(True, sequential_init=True)
         return partial(_chain_from_beta_gibbs_start, make_start, make_chain,
-                       fallback=self.init == "auto")
+                       rankings=rankings)
 
     def _split_merges(self):
         """``n_split_merge``, "auto" resolved (``AUTO_SPLIT_MERGE``): 4 for

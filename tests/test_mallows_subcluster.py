@@ -315,8 +315,9 @@ def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
     # on dispersed full rankings Beta-Gibbs's start opens a cluster for most
     # rankings (a one-ranking cluster's dispersion is far too small for the
     # rest): with init="auto" Slice-Gibbs and Beta-Gibbs then start from
-    # init_clusters random clusters; init="sequential" keeps that start, as do
-    # fewer than START_MIN_RANKINGS rankings
+    # init_clusters random clusters, also when every ranking comes with copies
+    # (sample_weight); init="sequential" keeps that start, as do fewer than
+    # START_MIN_RANKINGS rankings
     X = make_mallows_mixture(
         n_clusters=2, n_per_cluster=60, n_items=30, t=30, theta=0.05,
         centre_n_rankings=0, random_state=0,
@@ -332,6 +333,8 @@ def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
 
     assert len(np.unique(first_labels(X))) <= 7
     assert len(np.unique(first_labels(X, sampler="beta-gibbs"))) <= 7
+    # each ranking twice, as sample_weight=2 gives it: clusters of two copies
+    assert len(np.unique(first_labels(np.repeat(X, 2, axis=0)))) <= 7
     assert_array_equal(first_labels(X, init="sequential"), start.snapshot()[0])
     assert_array_equal(first_labels(X, sampler="beta-gibbs", init="sequential"),
                        start.snapshot()[0])
@@ -339,6 +342,31 @@ def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
     few_start = beta._chain_factory(beta._prepare(few))(np.random.PCG64(5))
     assert len(np.unique(few_start.snapshot()[0])) > 7
     assert_array_equal(first_labels(few), few_start.snapshot()[0])
+
+
+def test_rankings_alone_are_counted_among_the_distinct_rankings():
+    # a start fails when more than START_MAX_ALONE of at least
+    # START_MIN_RANKINGS distinct rankings sit in clusters of their own copies
+    share, least = _mallows.START_MAX_ALONE, _mallows.START_MIN_RANKINGS
+    n = 200
+    alone = int(share * n)   # at the limit: not more than the share
+    rankings = np.arange(n)
+    labels = np.where(rankings < alone, rankings, alone + rankings % 3)
+    assert not _mallows._left_alone(labels, rankings)
+    labels[alone] = n   # one more alone
+    assert _mallows._left_alone(labels, rankings)
+    # copies of one ranking, together, count once and as alone
+    copies = np.repeat(rankings, 3)
+    assert _mallows._left_alone(np.repeat(labels, 3), copies)
+    # a cluster of two distinct rankings is not alone
+    labels[alone] = labels[alone - 1]
+    assert not _mallows._left_alone(labels, rankings)
+    # too few distinct rankings: never
+    few = np.arange(least - 1)
+    assert not _mallows._left_alone(few, few)
+    assert _mallows._left_alone(np.arange(least), np.arange(least))
+    rows = np.array([[0, 1, 2], [2, 1, 0], [0, 1, 2], [1, 0, -1]])
+    assert_array_equal(_mallows._distinct_rankings(rows), [0, 2, 0, 1])
 
 
 def test_default_subcluster_fit_finds_the_clusters():
