@@ -470,7 +470,7 @@ cdef int statistics_build(
         # every stage of a few items, as one table did before; a table of many
         # items' stages did not stay in cache (one of D^2 t doubles, 216 MB for
         # 1,000 full rankings of 300 items, each ranking's stages spread over
-        # all of it: 0.67 s against 0.42 s by groups), and a pass over the
+        # all of it: 0.67 s against 0.50 s by groups), and a pass over the
         # members for each stage, when they rank few items, cost more than the
         # table saved (10^6 full rankings of 10 items, scattered: 0.24 s in one
         # table, 0.59 s a stage at a time).
@@ -541,8 +541,8 @@ cdef double statistics_bytes_bound(
     one a precedence and one a (stage, second, first) cell), the sorted path's
     keys and their scratch (16 bytes a precedence, taken only with fewer
     precedences than a quarter of the cells) or the dense path's table of a
-    group of stages and the lengths, the items and the stage counts. (Buffers grow by doubling, so
-    what they hold may reach twice what they need.)"""
+    group of stages and the lengths, the items and the stage counts. (Buffers
+    grow by doubling, so what they hold may reach twice what they need.)"""
     cdef double cells = <double> n_items * n_items * t_max
     return (32.0 * min(n_keys, cells) + 16.0 * min(n_keys, cells / 4.0 + 256.0)
             + 8.0 * max(min(cells, <double> DENSE_GROUP_CELLS),

@@ -199,12 +199,11 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
         such clusters again, so there it still keeps many). Short rankings
         left alone find clusters in a few sweeps (11% of 2,000 Jester top-5
         rankings; from random starts the chains ended lower in log joint);
-        long ones stay alone
-        (so may outliers, 15 to 25% of the rankings, among tight clusters of
-        full rankings: check ``trace_["n_clusters"]``, and try ``"random"``).
-        For ``"subcluster"``,
-        one cluster holding every ranking, which its splits take apart (as
-        Chang & Fisher's sampler starts). ``"sequential"``:
+        long ones stay alone, and so may outliers, 15 to 25% of the rankings,
+        among tight clusters of full rankings: check ``trace_["n_clusters"]``,
+        and try ``"random"``. For ``"subcluster"``, one cluster holding every
+        ranking, which its splits take apart (as Chang & Fisher's sampler
+        starts). ``"sequential"``:
         sequential prediction (Liang et al. 2007, sec. 5.1), the rankings added
         one at a time in a random order, each drawn into a cluster given the
         rankings before it by the assignment step (the cost of one sweep).
