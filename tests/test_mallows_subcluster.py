@@ -342,6 +342,18 @@ def test_a_start_that_leaves_rankings_alone_gives_way_to_a_random_one():
     few_start = beta._chain_factory(beta._prepare(few))(np.random.PCG64(5))
     assert len(np.unique(few_start.snapshot()[0])) > 7
     assert_array_equal(first_labels(few), few_start.snapshot()[0])
+    # and through fit, with sample_weight: each chain from 7 clusters, where
+    # the start kept all 120 rankings apart
+    weights = np.full(len(X), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for init, first_sweep in (("auto", (1, 20)), ("sequential", (len(X),) * 2)):
+            model = DPMallowsClustering(
+                n_iter=2, burn_in=1, n_chains=2, init_clusters=7, init=init,
+                random_state=0,
+            ).fit(X, sample_weight=weights)
+            clusters = model.trace_["n_clusters"][:, 0]
+            assert first_sweep[0] <= clusters.min() <= clusters.max() <= first_sweep[1]
 
 
 def test_rankings_alone_are_counted_among_the_distinct_rankings():
