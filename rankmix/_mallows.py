@@ -64,11 +64,13 @@ AUTO_SPLIT_MERGE = {
 # The sequential start has failed when more than this share of the distinct
 # rankings (at least START_MIN_RANKINGS of them; fewer may well be alone) sit
 # alone in their clusters, with no ranking but their own copies: the chain then
-# starts at random (``_chain_from_beta_gibbs_start``). A tenth would also catch
-# outliers among tight clusters of long rankings, which the chain keeps alone,
-# but it fired on 2,000 Jester top-5 rankings (11% alone, soon placed), where
-# the random start's chains ended 350 to 3,000 nats lower after 200 sweeps.
-START_MAX_ALONE = 0.25
+# starts at random (``_chain_from_beta_gibbs_start``). A lower share would
+# also catch outliers among tight clusters of long rankings, which the chain
+# keeps alone, but short rankings left alone are soon placed, and a random
+# start serves them worse: a tenth fired on 2,000 Jester top-5 rankings (11%
+# alone), whose chains then ended 350 to 3,000 nats lower after 200 sweeps,
+# and a quarter on 1,000 of them in some streams (23 to 26% alone).
+START_MAX_ALONE = 0.5
 START_MIN_RANKINGS = 100
 
 
@@ -122,12 +124,20 @@ def _left_alone(labels, rankings):
     """Whether a start leaves more than ``START_MAX_ALONE`` of the distinct
     ``rankings`` (at least ``START_MIN_RANKINGS`` of them) alone in clusters
     that hold nothing but their copies."""
+    alone, n_distinct = _alone(labels, rankings)
+    return n_distinct >= START_MIN_RANKINGS and alone > START_MAX_ALONE * n_distinct
+
+
+def _alone(labels, rankings):
+    """``(alone, n_distinct)``: how many of the distinct ``rankings`` sit alone
+    in clusters (``labels``) that hold nothing but their copies, and of how
+    many."""
     n_distinct = int(rankings.max()) + 1 if len(rankings) else 0
-    if n_distinct < START_MIN_RANKINGS:
-        return False
+    if n_distinct == 0:
+        return 0, 0
     pairs = np.unique(labels.astype(np.int64) * n_distinct + rankings)
     kinds = np.bincount(pairs // n_distinct)   # distinct rankings in each cluster
-    return (kinds == 1).sum() > START_MAX_ALONE * n_distinct
+    return int((kinds == 1).sum()), n_distinct
 
 
 class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
@@ -191,16 +201,16 @@ class DPMallowsClustering(SampledAlphaMixin, BaseDPMixture):
     init : {"auto", "sequential", "random"}, default="auto"
         How each chain starts. ``"auto"``: ``"sequential"`` for the Gibbs
         samplers, except that a chain starts as ``"random"`` does where its
-        sequential start leaves more than a quarter of the distinct rankings
-        (of 100 or more) alone in clusters of their own copies: dispersed
+        sequential start leaves more than half of the distinct rankings (of
+        100 or more) alone in clusters of their own copies: dispersed
         rankings, such as 1,000 full rankings of 100 items at theta = 0.1,
         where it left every ranking alone and each sweep then weighed every
         ranking against 1,000 clusters (Beta-Gibbs's own assignment step opens
         such clusters again, so there it still keeps many). Short rankings
-        left alone find clusters in a few sweeps (11% of 2,000 Jester top-5
+        left alone find clusters in a few sweeps (11 to 26% of Jester's top-5
         rankings; from random starts the chains ended lower in log joint);
-        long ones stay alone, and so may outliers, 15 to 25% of the rankings,
-        among tight clusters of full rankings: check ``trace_["n_clusters"]``,
+        long ones stay alone, and so may outliers (15 to 30% of the rankings,
+        measured) among tight clusters of full rankings: check ``trace_["n_clusters"]``,
         and try ``"random"``. For ``"subcluster"``, one cluster holding every
         ranking, which its splits take apart (as Chang & Fisher's sampler
         starts). ``"sequential"``:
