@@ -156,18 +156,25 @@ def built_statistics(n_rankings, n_items, t_max):
     return X, members, stats, n_keys, path
 
 
-@pytest.mark.parametrize(
-    "n_rankings, n_items, t_max, path",
-    [
-        (3, 40, 10, "qsort"),
-        (60, 300, 12, "radix"),
-        (40, 2000, 25, "radix"),
-        (400, 8, 6, "dense"),
-        (300, 30, 30, "dense"),
-        # tables of 13 stages each (DENSE_GROUP_CELLS, 2^19 doubles)
-        (2500, 200, 30, "dense"),
-    ],
-)
+# (n_rankings, n_items, t_max, the path statistics_build takes) of the
+# statistics tests: each path of the build, and the bound's terms
+STATISTICS_CASES = [
+    (3, 40, 10, "qsort"),
+    (60, 300, 12, "radix"),
+    (40, 2000, 25, "radix"),
+    # the keys and their scratch matter: more than a dense group's table
+    (8000, 1000, 20, "radix"),
+    (400, 8, 6, "dense"),
+    (300, 30, 30, "dense"),
+    (500, 12, 12, "dense"),
+    # tables of 13 stages each (DENSE_GROUP_CELLS, 2^19 doubles)
+    (2500, 200, 30, "dense"),
+    # no precedence: the table is all the build needs
+    (500, 32, 1, "dense"),
+]
+
+
+@pytest.mark.parametrize("n_rankings, n_items, t_max, path", STATISTICS_CASES)
 def test_ranking_statistics_list_every_precedence_once_in_order(
     n_rankings, n_items, t_max, path
 ):
@@ -186,7 +193,8 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
         for k in range(j)
     ]
     assert len(keys) == n_keys
-    expected, count = np.unique(np.array(keys), axis=0, return_counts=True)
+    expected, count = np.unique(np.array(keys, dtype=np.intp).reshape(-1, 3),
+                                axis=0, return_counts=True)
     assert_array_equal(stats.pair_stage, expected[:, 0])
     assert_array_equal(stats.pair_second, expected[:, 1])
     assert_array_equal(stats.pair_first, expected[:, 2])
@@ -198,20 +206,7 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
     assert_array_equal(stats.counts, placed)
 
 
-@pytest.mark.parametrize(
-    "n_rankings, n_items, t_max, path",
-    [
-        (3, 40, 10, "qsort"),
-        (60, 300, 12, "radix"),
-        # the keys and their scratch matter: more than a dense group's table
-        (8000, 1000, 20, "radix"),
-        (400, 8, 6, "dense"),
-        (300, 30, 30, "dense"),
-        (500, 12, 12, "dense"),
-        # no precedence: the table is all the build needs
-        (500, 32, 1, "dense"),
-    ],
-)
+@pytest.mark.parametrize("n_rankings, n_items, t_max, path", STATISTICS_CASES)
 def test_statistics_bytes_bound_covers_what_a_build_needs(
     n_rankings, n_items, t_max, path
 ):
