@@ -28,7 +28,7 @@ cdef void statistics_init(Statistics* st) noexcept nogil
 cdef void statistics_free(Statistics* st) noexcept nogil
 cdef int statistics_build(
     Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
-    intp_t n_members, intp_t n_items, intp_t* local,
+    intp_t n_members, intp_t n_items, intp_t* local, int n_threads,
 ) except -1 nogil
 cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil
 cdef double statistics_bytes_bound(
@@ -67,14 +67,14 @@ cdef void weighted_statistics(
     intp_t n_ranked, intp_t n_stages, const double* counts,
     intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
     const intp_t* pair_stage, const double* pair_count,
-    const double* theta, double* weight, double* preceded,
+    const double* theta, double* weight, double* preceded, int n_threads,
 ) noexcept nogil
 
 cdef void stage_sums(
     intp_t n_ranked, intp_t n_stages, const intp_t* items, const double* counts,
     intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
     const intp_t* pair_stage, const double* pair_count,
-    const intp_t* position, double* out,
+    const intp_t* position, double* out, int n_threads,
 ) noexcept nogil
 
 cdef double energy(

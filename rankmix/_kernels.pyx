@@ -45,6 +45,7 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
+from cython.parallel cimport prange
 
 from ._rng cimport bitgen_pointer, standard_exponential, uniform, uniform_index
 
@@ -339,6 +340,27 @@ cdef enum:
     DENSE_GROUP_CELLS = 1 << 19       # a dense group's table: 4 MiB, in cache
 
 
+# The statistics kernels take the threads they are given from these sizes on
+# (fewer are not worth waking them for: a parallel region costs some
+# microseconds, and a build of 2^18 precedences about a millisecond). Variables,
+# not constants, so that a test can run every case on the threads
+# (``_parallel_thresholds``); the results are the same either way.
+cdef intp_t parallel_min_precedences = 1 << 18
+cdef intp_t parallel_min_pairs = 1 << 16
+
+
+def _parallel_thresholds(precedences=None, pairs=None):
+    """Set the statistics kernels' thresholds for threads (None: keep one),
+    for tests; returns the previous (precedences, pairs)."""
+    global parallel_min_precedences, parallel_min_pairs
+    previous = (parallel_min_precedences, parallel_min_pairs)
+    if precedences is not None:
+        parallel_min_precedences = precedences
+    if pairs is not None:
+        parallel_min_pairs = pairs
+    return previous
+
+
 cdef void sort_keys(int64_t* keys, int64_t* scratch, intp_t n, int64_t top) noexcept nogil:
     """Sort n keys in [0, top] in place, increasing; ``scratch`` holds n keys.
 
@@ -413,6 +435,99 @@ cdef void statistics_free(Statistics* st) noexcept nogil:
     statistics_init(st)
 
 
+cdef intp_t _dense_groups(
+    const int64_t* lengths, intp_t n_members, intp_t t_max, intp_t n_ranked,
+    intp_t group, int n_threads,
+    intp_t* starts,               # OUT (t_max + 1,) the groups' first stages, then t_max
+    intp_t* reach,                # scratch (t_max + 1,)
+) noexcept nogil:
+    """The dense path's groups of stages; returns their number.
+
+    Each group holds at most ``group`` stages. On one thread that is all (the
+    fewest passes over the members). On several, the groups are also cut
+    where their work (a stage j's j + 1 counts a member that reaches it, and
+    its D^2 cells) passes a share 1 / ``n_threads`` of the whole, so that a
+    wave's groups take about as long: every stage of a few items makes
+    ``n_threads`` groups, not one group and idle threads.
+    """
+    cdef intp_t i, j, n_groups = 0, size = 0
+    cdef double work, share, total = 0.0, done = 0.0
+    starts[0] = 0
+    if n_threads <= 1:
+        j = 0
+        while j < t_max:
+            j = min(t_max, j + group)
+            n_groups += 1
+            starts[n_groups] = j
+        return n_groups
+    for j in range(t_max + 1):
+        reach[j] = 0
+    for i in range(n_members):
+        reach[lengths[i]] += 1
+    for j in range(t_max - 1, -1, -1):   # members reaching stage j: t > j
+        reach[j] += reach[j + 1]
+    for j in range(t_max):
+        total += <double> reach[j + 1] * (j + 1) + <double> n_ranked * n_ranked
+    share = total / n_threads
+    for j in range(t_max):
+        work = <double> reach[j + 1] * (j + 1) + <double> n_ranked * n_ranked
+        if size and (size == group or done + work / 2.0 > share):
+            n_groups += 1
+            starts[n_groups] = j
+            size = 0
+            done = 0.0
+        size += 1
+        done += work
+    n_groups += 1
+    starts[n_groups] = t_max
+    return n_groups
+
+
+cdef intp_t _dense_group_count(
+    Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
+    intp_t n_members, const intp_t* local, intp_t first_stage, intp_t stop,
+    double* table,                # OUT (stop - first_stage, D, D)
+) noexcept nogil:
+    """Count the precedences of stages [first_stage, stop) in ``table``, and
+    the stage counts of those stages in ``st.counts`` (rows of other groups'
+    stages are not touched, so groups may run side by side); returns the
+    number of the table's non-zero cells. ``st.keys`` holds the lengths."""
+    cdef intp_t i, j, k, t, d, count = 0
+    cdef intp_t width = st.n_ranked
+    cdef intp_t n_cells = (stop - first_stage) * width * width
+    cdef const intp_t* row
+    memset(table, 0, n_cells * sizeof(double))
+    for i in range(n_members):
+        t = min(<intp_t> st.keys[i], stop)
+        row = X + members[i] * t_max
+        for j in range(first_stage, t):
+            d = local[row[j]]
+            st.counts[d * t_max + j] += 1.0
+            for k in range(j):
+                table[((j - first_stage) * width + d) * width + local[row[k]]] += 1.0
+    for k in range(n_cells):
+        if table[k] != 0.0:
+            count += 1
+    return count
+
+
+cdef void _dense_group_write(
+    Statistics* st, intp_t first_stage, intp_t stop, const double* table,
+    intp_t at,                    # the group's first pair
+) noexcept nogil:
+    """The pairs of a group's table, in (stage, second, first) order, from pair
+    ``at`` on (their room reserved)."""
+    cdef intp_t key, width = st.n_ranked
+    cdef intp_t n_cells = (stop - first_stage) * width * width
+    for key in range(n_cells):
+        if table[key] != 0.0:
+            st.pair_first[at] = key % width
+            st.pair_second[at] = (key // width) % width
+            st.pair_stage[at] = first_stage + key // (width * width)
+            st.pair_count[at] = table[key]
+            at += 1
+
+
 cdef int statistics_build(
     Statistics* st,
     const intp_t* X,              # IN (N, t_max) rankings
@@ -421,6 +536,7 @@ cdef int statistics_build(
     intp_t n_members,
     intp_t n_items,
     intp_t* local,                # scratch (n_items,), all -1 on entry and on exit
+    int n_threads,                # at most this many OpenMP threads
 ) except -1 nogil:
     """Fill ``st`` with the compact sufficient statistics of ``X[members]``.
 
@@ -432,11 +548,15 @@ cdef int statistics_build(
     reused from one call to the next. O(n_items + sum_i t_i^2) work plus the
     sort, or D^2 t for the tables and a pass over the members a group; the
     sort path holds 16 bytes per precedence (its key and the radix sort's
-    scratch).
+    scratch). The dense path runs its groups on up to ``n_threads`` OpenMP
+    threads (from ``parallel_min_precedences`` precedences on), one table of a
+    group a thread; the statistics are the same, to the bit, on any number.
     """
     cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
-    cdef intp_t n_cells, count, group, first_stage, stop
-    cdef int64_t width, key
+    cdef intp_t n_cells, group, n_groups, g, wave, r
+    cdef intp_t* starts = NULL
+    cdef intp_t* found = NULL
+    cdef int64_t width
     cdef const intp_t* row
 
     # the lengths are kept in ``keys`` for the dense path (the sorted one
@@ -473,37 +593,56 @@ cdef int statistics_build(
         # all of it: 0.67 s against 0.50 s by groups), and a pass over the
         # members for each stage, when they rank few items, cost more than the
         # table saved (10^6 full rankings of 10 items, scattered: 0.24 s in one
-        # table, 0.59 s a stage at a time).
+        # table, 0.59 s a stage at a time). On several threads the groups go
+        # in waves, one group and one table a thread, each group's pairs
+        # written after the wave's counts are known: the same pairs in the same
+        # order, and no more memory than a table a thread.
         group = max(1, min(t_max, DENSE_GROUP_CELLS // max(1, n_ranked * n_ranked)))
-        _reserve(<void**> &st.dense, &st.cap_dense, group * n_ranked * n_ranked,
-                 sizeof(double))
-        first_stage = 0
-        while first_stage < t_max:
-            stop = min(t_max, first_stage + group)
-            n_cells = (stop - first_stage) * n_ranked * n_ranked
-            memset(st.dense, 0, n_cells * sizeof(double))
-            for i in range(n_members):
-                t = min(st.keys[i], stop)
-                row = X + members[i] * t_max
-                for j in range(first_stage, t):
-                    d = local[row[j]]
-                    st.counts[d * t_max + j] += 1.0
-                    for k in range(j):
-                        st.dense[((j - first_stage) * width + d) * width
-                                 + local[row[k]]] += 1.0
-            count = 0
-            for key in range(n_cells):
-                if st.dense[key] != 0.0:
-                    count += 1
-            _reserve_pairs(st, n_pairs + count)
-            for key in range(n_cells):
-                if st.dense[key] != 0.0:
-                    st.pair_first[n_pairs] = key % width
-                    st.pair_second[n_pairs] = (key // width) % width
-                    st.pair_stage[n_pairs] = first_stage + key // (width * width)
-                    st.pair_count[n_pairs] = st.dense[key]
-                    n_pairs += 1
-            first_stage = stop
+        if n_keys < parallel_min_precedences:
+            n_threads = 1
+        n_threads = max(1, n_threads)
+        starts = <intp_t*> malloc(2 * (t_max + 1) * sizeof(intp_t))
+        found = <intp_t*> malloc(2 * max(n_threads, 1) * sizeof(intp_t))
+        if starts == NULL or found == NULL:
+            free(starts)
+            free(found)
+            with gil:
+                raise MemoryError("could not allocate the dense groups")
+        try:
+            n_groups = _dense_groups(st.keys, n_members, t_max, n_ranked, group,
+                                     n_threads, starts, starts + t_max + 1)
+            n_threads = <int> max(1, min(n_threads, n_groups))
+            _reserve(<void**> &st.dense, &st.cap_dense,
+                     n_threads * group * n_ranked * n_ranked, sizeof(double))
+            g = 0
+            while g < n_groups:
+                wave = min(n_threads, n_groups - g)
+                if wave == 1:
+                    found[0] = _dense_group_count(
+                        st, X, t_max, members, n_members, local,
+                        starts[g], starts[g + 1], st.dense)
+                else:
+                    for r in prange(wave, num_threads=wave, schedule="static"):
+                        found[r] = _dense_group_count(
+                            st, X, t_max, members, n_members, local,
+                            starts[g + r], starts[g + r + 1],
+                            st.dense + r * group * n_ranked * n_ranked)
+                for r in range(wave):
+                    found[wave + r] = n_pairs   # the group's first pair
+                    n_pairs += found[r]
+                _reserve_pairs(st, n_pairs)
+                if wave == 1:
+                    _dense_group_write(st, starts[g], starts[g + 1], st.dense,
+                                       found[1])
+                else:
+                    for r in prange(wave, num_threads=wave, schedule="static"):
+                        _dense_group_write(
+                            st, starts[g + r], starts[g + r + 1],
+                            st.dense + r * group * n_ranked * n_ranked, found[wave + r])
+                g += wave
+        finally:
+            free(starts)
+            free(found)
     else:
         # the keys, then as many for the sort's scratch
         _reserve(<void**> &st.keys, &st.cap_keys, 2 * n_keys, sizeof(int64_t))
@@ -611,6 +750,7 @@ def ranking_statistics(
     const intp_t[:, ::1] X,          # IN (N, t_max)
     const intp_t[::1] members,       # IN (N_c,) rows of X in the set
     intp_t n_items,
+    int n_threads=1,
 ):
     """Compact sufficient statistics of the rankings ``X[members]``.
 
@@ -618,7 +758,8 @@ def ranking_statistics(
     ``t_max``. Memory O(n_items + min(sum_i t_i^2, n_items^2 t)): a pair per
     distinct (stage, item, earlier item) that occurs. Short rankings of many
     items stay far below n_items^2 t; full rankings of a large cluster reach
-    it (n = 100 items, 2,000 rankings: 936,000 pairs, 29 MiB).
+    it (n = 100 items, 2,000 rankings: 936,000 pairs, 29 MiB). ``n_threads``:
+    at most this many OpenMP threads (the same statistics on any number).
     """
     cdef Statistics st
     cdef intp_t[::1] local = np.full(n_items, -1, dtype=np.intp)
@@ -630,7 +771,7 @@ def ranking_statistics(
             statistics_build(
                 &st, &X[0, 0] if X.shape[0] else NULL, t_max,
                 &members[0] if members.shape[0] else NULL, members.shape[0],
-                n_items, &local[0] if n_items else NULL,
+                n_items, &local[0] if n_items else NULL, n_threads,
             )
         # copied by memcpy: element by element through NumPy's indexing, the
         # copies took 4 s at 6.4 million pairs (sort_keys' example)
@@ -697,6 +838,21 @@ def merge_statistics(parts, n_stages):
     )
 
 
+cdef inline intp_t _first_at_least(
+    const intp_t* values, intp_t lo, intp_t hi, intp_t value,
+) noexcept nogil:
+    """The first index in [lo, hi) whose value is at least ``value`` (hi if
+    none), the values increasing there: a binary search."""
+    cdef intp_t mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if values[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef void weighted_statistics(
     intp_t n_ranked, intp_t n_stages,
     const double* counts,             # IN (D, n_stages)
@@ -706,24 +862,52 @@ cdef void weighted_statistics(
     const double* theta,              # IN (n_stages,)
     double* weight,                   # OUT (D,)
     double* preceded,                 # OUT (D, D)
+    int n_threads,                    # at most this many OpenMP threads
 ) noexcept nogil:
     """R = sum_j theta_j R_j in compact form: item weights and the "preceded" matrix.
 
     ``weight[a] = sum_j theta_j counts[a, j]`` and ``preceded[a, c]`` is the
     theta-weighted number of times c came before a, so ``R[a, c] = weight[a] -
     preceded[a, c]`` for a != c. O(D t + D^2 + n_pairs).
+
+    From ``parallel_min_pairs`` pairs on, up to ``n_threads`` threads take the
+    rows of ``preceded`` in bands, each band's pairs found stage by stage by
+    binary search (the pairs are sorted by stage, then row): each cell still
+    adds its stages' terms in stage order, so the sums are the same to the
+    bit.
     """
-    cdef intp_t a, j, p
+    cdef intp_t a, j, p, band, n_bands, lo, hi, start, stop
     cdef double total
-    for a in range(n_ranked):
-        total = 0.0
-        for j in range(n_stages):
-            total += theta[j] * counts[a * n_stages + j]
-        weight[a] = total
-    for p in range(n_ranked * n_ranked):
-        preceded[p] = 0.0
-    for p in range(n_pairs):
-        preceded[pair_second[p] * n_ranked + pair_first[p]] += theta[pair_stage[p]] * pair_count[p]
+    if n_threads <= 1 or n_pairs < parallel_min_pairs or n_ranked < 2:
+        for a in range(n_ranked):
+            total = 0.0
+            for j in range(n_stages):
+                total += theta[j] * counts[a * n_stages + j]
+            weight[a] = total
+        for p in range(n_ranked * n_ranked):
+            preceded[p] = 0.0
+        for p in range(n_pairs):
+            preceded[pair_second[p] * n_ranked + pair_first[p]] += (
+                theta[pair_stage[p]] * pair_count[p])
+        return
+    n_bands = min(n_ranked, 4 * n_threads)
+    for band in prange(n_bands, num_threads=n_threads, schedule="dynamic"):
+        lo = band * n_ranked // n_bands
+        hi = (band + 1) * n_ranked // n_bands
+        for a in range(lo, hi):
+            total = 0.0
+            for j in range(n_stages):
+                total = total + theta[j] * counts[a * n_stages + j]
+            weight[a] = total
+        memset(preceded + lo * n_ranked, 0, (hi - lo) * n_ranked * sizeof(double))
+        stop = 0
+        while stop < n_pairs:   # stage by stage: the pairs [start, stop) of pair_stage[start]
+            start = stop
+            stop = _first_at_least(pair_stage, start, n_pairs, pair_stage[start] + 1)
+            for p in range(_first_at_least(pair_second, start, stop, lo),
+                           _first_at_least(pair_second, start, stop, hi)):
+                preceded[pair_second[p] * n_ranked + pair_first[p]] += (
+                    theta[pair_stage[p]] * pair_count[p])
 
 
 cdef void stage_sums(
@@ -735,21 +919,38 @@ cdef void stage_sums(
     const intp_t* pair_stage, const double* pair_count,   # IN (n_pairs,)
     const intp_t* position,           # IN (n,) inverse of sigma
     double* out,                      # OUT (n_stages,)
+    int n_threads,                    # at most this many OpenMP threads
 ) noexcept nogil:
     """S_j(sigma) = L_sigma(R_j) = sum over the set of s_j(x | sigma), per stage.
 
     Each ranking contributes position[x_j] minus the earlier items of x that sigma
-    also ranks before x_j. O(D t + n_pairs).
+    also ranks before x_j. O(D t + n_pairs). From ``parallel_min_pairs`` pairs
+    on, up to ``n_threads`` threads take the stages, each stage's pairs
+    (contiguous, as they are sorted by stage) found by binary search and summed
+    in the same order as on one thread: the same sums to the bit.
     """
-    cdef intp_t a, j, p
-    for j in range(n_stages):
-        out[j] = 0.0
-    for a in range(n_ranked):
+    cdef intp_t a, j, p, start, stop
+    cdef double total
+    if n_threads <= 1 or n_pairs < parallel_min_pairs:
         for j in range(n_stages):
-            out[j] += counts[a * n_stages + j] * position[items[a]]
-    for p in range(n_pairs):
-        if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
-            out[pair_stage[p]] -= pair_count[p]
+            out[j] = 0.0
+        for a in range(n_ranked):
+            for j in range(n_stages):
+                out[j] += counts[a * n_stages + j] * position[items[a]]
+        for p in range(n_pairs):
+            if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
+                out[pair_stage[p]] -= pair_count[p]
+        return
+    for j in prange(n_stages, num_threads=n_threads, schedule="dynamic"):
+        total = 0.0
+        for a in range(n_ranked):
+            total = total + counts[a * n_stages + j] * position[items[a]]
+        start = _first_at_least(pair_stage, 0, n_pairs, j)
+        stop = _first_at_least(pair_stage, start, n_pairs, j + 1)
+        for p in range(start, stop):
+            if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
+                total = total - pair_count[p]
+        out[j] = total
 
 
 cdef double energy(
@@ -963,8 +1164,9 @@ cdef class _Scratch:
         self.placed = np.empty(max(n_ranked, 1), dtype=np.int8)
 
 
-def theta_weighted_statistics(stats, const double[::1] theta):
-    """``(weight, preceded)``: R = sum_j theta_j R_j in compact form (see module doc)."""
+def theta_weighted_statistics(stats, const double[::1] theta, int n_threads=1):
+    """``(weight, preceded)``: R = sum_j theta_j R_j in compact form (see module
+    doc), on at most ``n_threads`` OpenMP threads."""
     cdef const double[:, ::1] counts = stats.counts
     cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
     cdef const intp_t[::1] first = stats.pair_first, second = stats.pair_second
@@ -982,13 +1184,14 @@ def theta_weighted_statistics(stats, const double[::1] theta):
                 &second[0] if first.shape[0] else NULL,
                 &stage[0] if first.shape[0] else NULL,
                 &count[0] if first.shape[0] else NULL,
-                &theta[0], &weight[0], &preceded[0, 0],
+                &theta[0], &weight[0], &preceded[0, 0], n_threads,
             )
     return np.asarray(weight), np.asarray(preceded)
 
 
-def code_sums(stats, const intp_t[::1] sigma):
-    """S_j(sigma) for every stage j: the summed codes of the set against sigma."""
+def code_sums(stats, const intp_t[::1] sigma, int n_threads=1):
+    """S_j(sigma) for every stage j: the summed codes of the set against sigma,
+    on at most ``n_threads`` OpenMP threads."""
     cdef const double[:, ::1] counts = stats.counts
     cdef const intp_t[::1] items = stats.items
     cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
@@ -1006,7 +1209,7 @@ def code_sums(stats, const intp_t[::1] sigma):
                 &second[0] if first.shape[0] else NULL,
                 &stage[0] if first.shape[0] else NULL,
                 &count[0] if first.shape[0] else NULL,
-                &position[0], &out[0],
+                &position[0], &out[0], n_threads,
             )
     return np.asarray(out)
 

@@ -68,7 +68,7 @@ from ._dp_prior cimport (
 from ._counter_rng cimport CounterStream, counter_stream_start
 from ._mallows_rows cimport (
     code_total_rows, density_rows, gm_log_density, label_rows, label_scratch_stride,
-    threads_for,
+    threads_for, threads_for_codes,
 )
 from ._openmp cimport max_threads
 from ._restricted cimport find_anchors
@@ -118,12 +118,12 @@ PARALLEL_STATISTICS_BYTES = 1 << 30
 
 
 cdef inline void statistics_stage_sums(
-    const Statistics* st, intp_t T, const intp_t* pos, double* out,
+    const Statistics* st, intp_t T, const intp_t* pos, double* out, int n_threads,
 ) noexcept nogil:
     """``out`` (T,) <- S_j(sigma) of the rankings ``st`` summarises, sigma given by
     its inverse ``pos``: ``stage_sums`` on the statistics' fields."""
     stage_sums(st.n_ranked, T, st.items, st.counts, st.n_pairs, st.pair_first,
-               st.pair_second, st.pair_stage, st.pair_count, pos, out)
+               st.pair_second, st.pair_stage, st.pair_count, pos, out, n_threads)
 
 
 # What _propose_set does with a parameter set.
@@ -1142,15 +1142,17 @@ cdef class MallowsChain:
 
         A sub-cluster chain updates its clusters in parallel (OpenMP, over the
         clusters), each from its own counter-based stream keyed by (slot, round):
-        the draws do not depend on the number of threads. Other chains update them
+        the draws do not depend on the number of threads. Where the step runs
+        on one thread (one cluster, or clusters whose statistics are too large
+        to build side by side: ``_parameter_threads``), it updates them in turn
+        with the statistics kernels on the threads instead. Other chains update them
         in turn from the chain's stream. With rankings held elsewhere, the
         clusters' statistics come with the label step just before, or else from
         their holders first, in one round trip (``_clusters_statistics``).
         """
-        cdef intp_t a, c, j, tid, K = self.slots.n_active
+        cdef intp_t a, c, j, K = self.slots.n_active
         cdef int n_threads
         cdef Statistics* given = NULL
-        cdef bitgen_t* stream
         if self.remote is None:   # (a remote chain's statistics come grouped)
             self._group_members()
         if self.subcluster:
@@ -1170,13 +1172,12 @@ cdef class MallowsChain:
                 n_threads = self._parameter_threads(K, n_threads, given)
                 self.parameter_threads = n_threads
                 self._grow_works(n_threads)
-                for a in prange(K, schedule="dynamic", num_threads=n_threads):
-                    tid = threadid()
-                    c = self.slots.active[a]
-                    stream = counter_stream_start(&self.works[tid].stream, self.key, c,
-                                                  self.param_round, PURPOSE_PARAMETERS)
-                    self._update_cluster(c, &self.works[tid], stream,
-                                         NULL if given == NULL else &given[a])
+                if n_threads == 1:   # the statistics kernels take the threads
+                    for a in range(K):
+                        self._update_active(a, 0, given, self._kernel_threads())
+                else:
+                    for a in prange(K, schedule="dynamic", num_threads=n_threads):
+                        self._update_active(a, threadid(), given, 1)
             finally:
                 free(given)
             self.param_round += 1
@@ -1192,8 +1193,35 @@ cdef class MallowsChain:
                 self._beta_theta(c)
                 self._refresh(c)
                 continue
-            self._update_cluster(c, &self.work, self.rng, NULL)
+            self._update_cluster(c, &self.work, self.rng, NULL, 1)
         return 0
+
+    cdef int _update_active(self, intp_t a, int tid, const Statistics* given,
+                            int n_threads) except -1 nogil:
+        """The sub-cluster parameter step's update of active cluster a, in
+        thread ``tid``'s work, from the cluster's stream of this round, its
+        statistics kernels on ``n_threads`` threads."""
+        cdef intp_t c = self.slots.active[a]
+        cdef bitgen_t* stream = counter_stream_start(
+            &self.works[tid].stream, self.key, c, self.param_round, PURPOSE_PARAMETERS)
+        return self._update_cluster(c, &self.works[tid], stream,
+                                    NULL if given == NULL else &given[a], n_threads)
+
+    cdef int _kernel_threads(self) noexcept nogil:
+        """The threads of the statistics kernels (``statistics_build``,
+        ``weighted_statistics``, ``stage_sums``) in a step that runs on one
+        thread: a split-merge proposal, or a sub-cluster parameter step that
+        runs on one (its clusters' statistics too large to build side by side,
+        or one cluster). A sub-cluster chain's threads, at most ``thread_cap``;
+        one for the other chains, which keep to one core. The kernels give the
+        same results on any number of threads."""
+        cdef int n_threads
+        if not self.subcluster:
+            return 1
+        n_threads = max_threads()
+        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
+            n_threads = <int> self.thread_cap
+        return n_threads
 
     cdef int _parameter_threads(self, intp_t K, int n_threads,
                                 const Statistics* given) noexcept nogil:
@@ -1238,11 +1266,13 @@ cdef class MallowsChain:
 
     cdef int _update_cluster(
         self, intp_t c, ClusterWork* w, bitgen_t* rng, const Statistics* given,
+        int n_threads,
     ) except -1 nogil:
         """n_gibbs rounds of sigma | theta and theta | sigma for cluster c (of two
         members or more for Beta-Gibbs), in ``w``'s buffers, from ``rng``. Writes
         only cluster c's arrays: clusters may be updated in parallel. ``given``:
-        the members' statistics, built where they are (NULL: built here)."""
+        the members' statistics, built where they are (NULL: built here);
+        ``n_threads``: the statistics kernels' threads."""
         cdef intp_t g, j, d, D
         cdef double log_z
         cdef intp_t* sig = self.sigma + c * self.n
@@ -1251,7 +1281,7 @@ cdef class MallowsChain:
         if given == NULL:
             statistics_build(
                 &w.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
-                self.size[c], self.n, w.local,
+                self.size[c], self.n, w.local, n_threads,
             )
         else:
             statistics_load(&w.st, given)
@@ -1264,7 +1294,7 @@ cdef class MallowsChain:
             weighted_statistics(
                 D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first,
                 w.st.pair_second, w.st.pair_stage, w.st.pair_count, th,
-                w.weight, w.preceded,
+                w.weight, w.preceded, n_threads,
             )
             if self.use_mh:
                 mh_sigma(self.n, D, w.st.items, w.weight, w.preceded, rng, sig,
@@ -1276,7 +1306,7 @@ cdef class MallowsChain:
                           &log_z, w.st_local, w.rho, w.placed, w.unranked)
             for j in range(self.n):
                 pos[sig[j]] = j
-            statistics_stage_sums(&w.st, self.T, pos, w.sums)
+            statistics_stage_sums(&w.st, self.T, pos, w.sums, n_threads)
             if self.beta_gibbs:   # sequential only: the chain's stream
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = w.sums[j]
@@ -1443,17 +1473,19 @@ cdef class MallowsChain:
         cdef double* sums = self.sm_sums + k * self.T
         cdef double* counts = self.sm_counts + k * self.T
         cdef ClusterWork* w = &self.work
+        cdef int n_threads = self._kernel_threads()
         D = self._set_statistics(points, m, k)
         weighted_statistics(
             D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first, w.st.pair_second,
             w.st.pair_stage, w.st.pair_count, theta_ref, w.weight, w.preceded,
+            n_threads,
         )
         log_q = stagewise(self.n, D, w.st.items, w.weight, w.preceded,
                           NULL if how == PROPOSE_EVALUATE else self.rng, sig, &log_z,
                           w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
-        statistics_stage_sums(&w.st, self.T, pos, sums)
+        statistics_stage_sums(&w.st, self.T, pos, sums, n_threads)
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]
             b = self.nu + counts[j]
@@ -1479,7 +1511,8 @@ cdef class MallowsChain:
         cdef Statistics given
         if self._reads_here():
             statistics_build(&w.st, self._rankings(), self.T,
-                             self._points_here(points, m), m, self.n, w.local)
+                             self._points_here(points, m), m, self.n, w.local,
+                             self._kernel_threads())
         else:
             with gil:
                 members = np.array(<intp_t[:m]> <intp_t*> points)
@@ -1506,7 +1539,7 @@ cdef class MallowsChain:
                self.n * sizeof(intp_t))
         self._set_statistics(points, m, k)
         statistics_stage_sums(&self.work.st, self.T, self.sm_pos + k * self.n,
-                              self.sm_sums + k * self.T)
+                              self.sm_sums + k * self.T, self._kernel_threads())
         self._fill_norm(k)
         return self._set_log_score(k)
 
@@ -1570,8 +1603,7 @@ cdef class MallowsChain:
         cdef intp_t r, k, n_a = 1, n_b = 1
         cdef double la, lb, log_a, log_b, log_q = 0.0
         cdef bint to_a
-        cdef bint ahead = self.subcluster and (
-            m >= self.parallel_scan_rows or self.remote is not None)
+        cdef bint ahead = self._ahead(m)
         if ahead:
             self._launch_densities(m)
         for r in range(m):
@@ -1610,13 +1642,37 @@ cdef class MallowsChain:
                 n_b += 1
         return log_q
 
+    cdef inline bint _ahead(self, intp_t m) noexcept nogil:
+        """Whether a sub-cluster launch computes the codes of its m rankings
+        first, on the threads (``_launch_densities``, the code totals of
+        ``_launch``), rather than one by one: with rankings held elsewhere,
+        always; else from PARALLEL_SCAN_ROWS rankings of up to 10 items, or as
+        much work in longer ones (T^2 codes a ranking). The draws are the same
+        either way."""
+        return self.subcluster and (
+            self.remote is not None
+            or m * max(self.T * self.T, 100) >= self.parallel_scan_rows * 100)
+
+    cdef int _code_threads(self, intp_t m) except -1 nogil:
+        """The threads for the codes of m of a proposal's rankings
+        (``threads_for_codes``, at most ``thread_cap``), sm_codes grown to hold
+        their scratch."""
+        cdef int n_threads = threads_for_codes(m, self.T)
+        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
+            n_threads = <int> self.thread_cap
+        if n_threads > self.sm_codes_threads:
+            self.sm_codes = <intp_t*> grow_array(
+                self.sm_codes, n_threads * max(self.T, 1) * sizeof(intp_t))
+            self.sm_codes_threads = n_threads
+        return n_threads
+
     cdef int _launch_densities(self, intp_t m) except -1 nogil:
         """sm_gm: log GM(pi_k | launch A) and (| launch B) of S's m rankings, in
-        S's order, on the threads (the label step's number for m rows), or by the
+        S's order, on the threads (``_code_threads``), or by the
         holders of the rankings where the proposal's were not read here
         (``rows_here``)."""
         cdef intp_t T = self.T, n = self.n, N = self.N
-        cdef int n_threads = threads_for(m)
+        cdef int n_threads
         cdef const intp_t* pos_a = self.sm_pos + SM_LAUNCH_A * n
         cdef const intp_t* pos_b = self.sm_pos + SM_LAUNCH_B * n
         cdef double* th_a = self.sm_theta + SM_LAUNCH_A * T
@@ -1636,12 +1692,7 @@ cdef class MallowsChain:
                 np.asarray(<double[:m]> self.sm_gm)[:] = gm_a
                 np.asarray(<double[:m]> (self.sm_gm + N))[:] = gm_b
             return 0
-        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
-            n_threads = self.thread_cap
-        if n_threads > self.sm_codes_threads:
-            self.sm_codes = <intp_t*> grow_array(
-                self.sm_codes, n_threads * max(T, 1) * sizeof(intp_t))
-            self.sm_codes_threads = n_threads
+        n_threads = self._code_threads(m)
         density_rows(self._rankings(), self._lengths_here(), T, 0,
                      self._points_here(self.sm_points, m), m,
                      pos_a, th_a, norm_a, pos_b, th_b, norm_b, self.sm_gm,
@@ -1677,10 +1728,17 @@ cdef class MallowsChain:
         self._anchor_positions(i, SM_LAUNCH_A)
         self._anchor_positions(j, SM_LAUNCH_B)
         if self._reads_here():
-            code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
-                            self._points_here(self.sm_points, m), m,
-                            self.sm_pos + SM_LAUNCH_A * n,
-                            self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code)
+            if self._ahead(m):
+                code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
+                                self._points_here(self.sm_points, m), m,
+                                self.sm_pos + SM_LAUNCH_A * n,
+                                self.sm_pos + SM_LAUNCH_B * n, d_a, d_b,
+                                self.sm_codes, self._code_threads(m))
+            else:
+                code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
+                                self._points_here(self.sm_points, m), m,
+                                self.sm_pos + SM_LAUNCH_A * n,
+                                self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code, 1)
         elif m:
             with gil:
                 total_a, total_b = self.remote.code_totals(

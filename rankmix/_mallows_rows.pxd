@@ -36,6 +36,7 @@ cdef inline double gm_log_density(
 
 
 cdef int threads_for(intp_t rows) noexcept nogil
+cdef int threads_for_codes(intp_t rows, intp_t T) noexcept nogil
 
 cdef size_t label_scratch_stride(intp_t K, intp_t T) noexcept nogil
 
@@ -59,5 +60,5 @@ cdef void density_rows(
 cdef void code_total_rows(
     const intp_t* X, const intp_t* lengths, intp_t T, intp_t first_row,
     const intp_t* points, intp_t m, const intp_t* pos_a, const intp_t* pos_b,
-    double* total_a, double* total_b, intp_t* code,
+    double* total_a, double* total_b, intp_t* codes, int n_threads,
 ) noexcept nogil

@@ -146,13 +146,17 @@ cdef inline double code_total(
 cdef void code_total_rows(
     const intp_t* X, const intp_t* lengths, intp_t T, intp_t first_row,
     const intp_t* points, intp_t m, const intp_t* pos_a, const intp_t* pos_b,
-    double* total_a, double* total_b, intp_t* code,
+    double* total_a, double* total_b, intp_t* codes, int n_threads,
 ) noexcept nogil:
     """``total_a[r]``, ``total_b[r]``: the sum of the codes of ranking
     ``points[r]`` against the rankings whose inverses are ``pos_a`` and ``pos_b``
-    (integers, exact in doubles); ``code`` (T,) is scratch."""
-    cdef intp_t r, k
-    for r in range(m):
+    (integers, exact in doubles), in a ``prange``; ``codes`` holds
+    ``n_threads`` x T scratch."""
+    cdef intp_t r, k, tid
+    cdef intp_t* code
+    for r in prange(m, nogil=True, schedule="static", num_threads=n_threads):
+        tid = threadid()
+        code = codes + tid * T
         k = points[r] - first_row
         total_a[r] = code_total(X + k * T, lengths[k], pos_a, code)
         total_b[r] = code_total(X + k * T, lengths[k], pos_b, code)
@@ -162,6 +166,14 @@ cdef int threads_for(intp_t rows) noexcept nogil:
     """OpenMP threads for a loop over ``rows`` rows: at most ``max_threads()``,
     each with at least MIN_ROWS_PER_THREAD rows."""
     return max(1, min(max_threads(), rows // MIN_ROWS_PER_THREAD))
+
+
+cdef int threads_for_codes(intp_t rows, intp_t T) noexcept nogil:
+    """OpenMP threads for a loop that computes the codes of ``rows`` rankings
+    of up to T items (O(T^2) each): ``threads_for`` counting a ranking of
+    more than 10 items as (T / 10)^2 rankings of 10, so that a few hundred
+    full rankings of hundreds of items get the threads."""
+    return threads_for(min(rows * max(T * T, 100) // 100, <intp_t> 1 << 40))
 
 
 # -- a chunk of rankings on a Dask worker ---------------------------------------
@@ -218,7 +230,7 @@ def chunk_densities(
     cdef const intp_t[:, ::1] X = rows.X
     cdef const intp_t[::1] lengths = rows.lengths
     cdef intp_t m = points.shape[0], T = X.shape[1]
-    cdef int n_threads = threads_for(m)
+    cdef int n_threads = threads_for_codes(m, T)
     cdef double[::1] gm_a = np.empty(m)
     cdef double[::1] gm_b = np.empty(m)
     cdef intp_t[::1] codes = np.empty(n_threads * T, dtype=np.intp)
@@ -238,14 +250,15 @@ def chunk_code_totals(
     cdef const intp_t[:, ::1] X = rows.X
     cdef const intp_t[::1] lengths = rows.lengths
     cdef intp_t m = points.shape[0], T = X.shape[1]
+    cdef int n_threads = threads_for_codes(m, T)
     cdef double[::1] total_a = np.empty(m)
     cdef double[::1] total_b = np.empty(m)
-    cdef intp_t[::1] code = np.empty(T, dtype=np.intp)
+    cdef intp_t[::1] codes = np.empty(n_threads * max(T, 1), dtype=np.intp)
     if m:
         with nogil:
             code_total_rows(&X[0, 0], &lengths[0], T, offset, &points[0], m,
                             &pos_a[0], &pos_b[0], &total_a[0], &total_b[0],
-                            &code[0])
+                            &codes[0], n_threads)
     return np.asarray(total_a), np.asarray(total_b)
 
 

@@ -226,6 +226,42 @@ def test_statistics_bytes_bound_covers_what_a_build_needs(
         assert bound < 4 * needed
 
 
+@pytest.fixture
+def kernels_always_on_threads():
+    """The statistics kernels on the threads they are given whatever their
+    sizes (their thresholds at zero), for the test's duration."""
+    previous = _kernels._parallel_thresholds(0, 0)
+    yield
+    _kernels._parallel_thresholds(*previous)
+
+
+@pytest.mark.parametrize("n_rankings, n_items, t_max, path", STATISTICS_CASES)
+def test_statistics_kernels_give_the_same_results_on_any_number_of_threads(
+    n_rankings, n_items, t_max, path, kernels_always_on_threads
+):
+    # the build's dense groups in waves, one thread a group (regrouped by work
+    # on several threads: the cases of one group split too), the theta-weighted
+    # statistics by bands of rows and the stage sums by stages: the same
+    # statistics, weights and sums to the bit on 2, 3 and 5 threads as on one.
+    # theta is not integral, so a cell's terms summed in another order would
+    # differ in the last bits
+    X, members, stats, _, taken = built_statistics(n_rankings, n_items, t_max)
+    assert taken == path
+    rng = np.random.RandomState(n_rankings)
+    theta = rng.exponential(1.0, size=t_max)
+    sigma = rng.permutation(n_items).astype(np.intp)
+    weight, preceded = _kernels.theta_weighted_statistics(stats, theta)
+    sums = _kernels.code_sums(stats, sigma)
+    for n_threads in (2, 3, 5):
+        on_threads = _kernels.ranking_statistics(X, members, n_items, n_threads)
+        for name, value in stats._asdict().items():
+            assert_array_equal(getattr(on_threads, name), value, err_msg=name)
+        weighted = _kernels.theta_weighted_statistics(stats, theta, n_threads)
+        assert_array_equal(weighted[0], weight)
+        assert_array_equal(weighted[1], preceded)
+        assert_array_equal(_kernels.code_sums(stats, sigma, n_threads), sums)
+
+
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
 def test_energy_and_code_sums_match_reference(n_items, t_max):
     # L_sigma(R) from the compact R, and sum_j theta_j S_j(sigma), equal the reference

@@ -11,7 +11,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from rankmix import DPMallowsClustering, _mallows, _mallows_chain, _subcluster_chain
+from rankmix import (
+    DPMallowsClustering,
+    _kernels,
+    _mallows,
+    _mallows_chain,
+    _subcluster_chain,
+)
 from rankmix._mallows import SUBCLUSTER_SPLIT_MERGE, _chain_from_beta_gibbs_start
 from rankmix.datasets import make_mallows_mixture
 
@@ -148,14 +154,48 @@ def test_parameter_step_threads_keep_statistics_within_their_budget(monkeypatch)
         assert log_joint == log_joint_b
 
 
-def test_large_launches_match_the_sequential_scan(monkeypatch):
-    # from one cluster of 4,500 rankings the first splits launch over 2,048
-    # rankings or more, whose densities the threads compute before the scan
-    # reads them: the same chains for 1 and 2 threads as the scan that computes
-    # each density in turn (the threshold out of reach), and splits accepted
+def test_statistics_kernels_on_threads_give_the_same_chains():
+    # a split-merge proposal's statistics (their build, theta-weighted sums and
+    # stage sums) run on the chain's threads, and so do a parameter step's on
+    # one thread (here from the start's one cluster on): with the kernels'
+    # thresholds at zero, every such call runs on 1, 2 or 3 threads, and the
+    # chains are those of the kernels on one thread
     X, _, _ = make_mallows_mixture(
-        n_clusters=3, n_per_cluster=1500, n_items=10, t=4, theta=1.0, random_state=1
+        n_clusters=3, n_per_cluster=60, n_items=20, t=20, theta=0.3, random_state=4
     )
+
+    def fit(n_threads):
+        model = _subcluster(n_iter=8, burn_in=2, n_chains=1, random_state=1)
+        return fit_on_threads(model, X, n_threads)
+
+    serial = fit(1)
+    previous = _kernels._parallel_thresholds(0, 0)
+    try:
+        fits = [fit(n_threads) for n_threads in thread_counts(1, 2, 3)]
+    finally:
+        _kernels._parallel_thresholds(*previous)
+    for model in fits:
+        assert_array_equal(model.label_samples_, serial.label_samples_)
+        assert_array_equal(model.trace_["log_joint"], serial.trace_["log_joint"])
+    assert serial.trace_["n_clusters"][0, -1] >= 2   # splits were accepted
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # 4,500 rankings of 4 items: launches over 2,048 rankings or more
+        dict(n_clusters=3, n_per_cluster=1500, n_items=10, t=4, theta=1.0),
+        # full rankings of 40 items: (40 / 10)^2 times the work of a ranking
+        # of 10, so the threads take launches from 128 rankings on
+        dict(n_clusters=3, n_per_cluster=100, n_items=40, t=40, theta=0.3),
+    ],
+)
+def test_large_launches_match_the_sequential_scan(monkeypatch, shape):
+    # from one cluster the first splits launch over enough rankings that the
+    # threads compute their densities and code totals before the scan reads
+    # them: the same chains for 1 and 2 threads as the scan that computes each
+    # density in turn (the threshold out of reach), and splits accepted
+    X, _, _ = make_mallows_mixture(random_state=1, **shape)
 
     def fit(n_threads):
         model = DPMallowsClustering(
