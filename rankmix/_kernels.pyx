@@ -464,7 +464,7 @@ cdef intp_t _dense_groups(
         reach[j] = 0
     for i in range(n_members):
         reach[lengths[i]] += 1
-    for j in range(t_max - 1, -1, -1):   # members reaching stage j: t > j
+    for j in range(t_max - 1, -1, -1):   # reach[j]: members of length j or more
         reach[j] += reach[j + 1]
     for j in range(t_max):
         total += <double> reach[j + 1] * (j + 1) + <double> n_ranked * n_ranked
@@ -549,8 +549,9 @@ cdef int statistics_build(
     sort, or D^2 t for the tables and a pass over the members a group; the
     sort path holds 16 bytes per precedence (its key and the radix sort's
     scratch). The dense path runs its groups on up to ``n_threads`` OpenMP
-    threads (from ``parallel_min_precedences`` precedences on), one table of a
-    group a thread; the statistics are the same, to the bit, on any number.
+    threads (from ``parallel_min_precedences`` precedences on), one group's
+    table a thread (4 MiB, or one stage's D^2 doubles past 724 items); the
+    statistics are the same, to the bit, on any number.
     """
     cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
     cdef intp_t n_cells, group, n_groups, g, wave, r
@@ -596,13 +597,14 @@ cdef int statistics_build(
         # table, 0.59 s a stage at a time). On several threads the groups go
         # in waves, one group and one table a thread, each group's pairs
         # written after the wave's counts are known: the same pairs in the same
-        # order, and no more memory than a table a thread.
+        # order, and no more memory than a table a thread (the pairs are
+        # reserved as on one thread, not for every group's most).
         group = max(1, min(t_max, DENSE_GROUP_CELLS // max(1, n_ranked * n_ranked)))
         if n_keys < parallel_min_precedences:
             n_threads = 1
         n_threads = max(1, n_threads)
         starts = <intp_t*> malloc(2 * (t_max + 1) * sizeof(intp_t))
-        found = <intp_t*> malloc(2 * max(n_threads, 1) * sizeof(intp_t))
+        found = <intp_t*> malloc(2 * n_threads * sizeof(intp_t))
         if starts == NULL or found == NULL:
             free(starts)
             free(found)
@@ -891,6 +893,8 @@ cdef void weighted_statistics(
                 theta[pair_stage[p]] * pair_count[p])
         return
     n_bands = min(n_ranked, 4 * n_threads)
+    # (``total = total + x``, not ``+=``, in the pranges here and in stage_sums:
+    # Cython makes an in-place operator on a scalar in a prange a reduction)
     for band in prange(n_bands, num_threads=n_threads, schedule="dynamic"):
         lo = band * n_ranked // n_bands
         hi = (band + 1) * n_ranked // n_bands

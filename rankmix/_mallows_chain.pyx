@@ -1029,12 +1029,10 @@ cdef class MallowsChain:
         """
         cdef intp_t a, c, i, K = self.slots.n_active, N = self.N
         cdef intp_t capacity = self.slots.capacity
-        cdef int n_threads = threads_for(N)
+        cdef int n_threads = self._capped(threads_for(N))
         cdef size_t stride = label_scratch_stride(K, self.T)
         cdef intp_t* labels = &self.labels[0]
         cdef const intp_t* active = self.slots.active
-        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
-            n_threads = self.thread_cap
         for a in range(K):
             c = active[a]
             self.log_pi[c] = log(random_standard_gamma(self.rng, <double> self.size[c]))
@@ -1156,9 +1154,7 @@ cdef class MallowsChain:
         if self.remote is None:   # (a remote chain's statistics come grouped)
             self._group_members()
         if self.subcluster:
-            n_threads = max(1, min(max_threads(), K))
-            if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
-                n_threads = self.thread_cap
+            n_threads = self._capped(max(1, min(max_threads(), K)))
             if self.remote is not None:
                 with gil:
                     kept = self._clusters_statistics(K)
@@ -1215,12 +1211,15 @@ cdef class MallowsChain:
         or one cluster). A sub-cluster chain's threads, at most ``thread_cap``;
         one for the other chains, which keep to one core. The kernels give the
         same results on any number of threads."""
-        cdef int n_threads
         if not self.subcluster:
             return 1
-        n_threads = max_threads()
-        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
-            n_threads = <int> self.thread_cap
+        return self._capped(max_threads())
+
+    cdef inline int _capped(self, int n_threads) noexcept nogil:
+        """``n_threads``, at most ``thread_cap`` where the engine runs chains
+        side by side."""
+        if 0 < self.thread_cap < n_threads:
+            return <int> self.thread_cap
         return n_threads
 
     cdef int _parameter_threads(self, intp_t K, int n_threads,
@@ -1657,9 +1656,7 @@ cdef class MallowsChain:
         """The threads for the codes of m of a proposal's rankings
         (``threads_for_codes``, at most ``thread_cap``), sm_codes grown to hold
         their scratch."""
-        cdef int n_threads = threads_for_codes(m, self.T)
-        if 0 < self.thread_cap < n_threads:   # chains side by side (the engine)
-            n_threads = <int> self.thread_cap
+        cdef int n_threads = self._capped(threads_for_codes(m, self.T))
         if n_threads > self.sm_codes_threads:
             self.sm_codes = <intp_t*> grow_array(
                 self.sm_codes, n_threads * max(self.T, 1) * sizeof(intp_t))
@@ -1723,17 +1720,19 @@ cdef class MallowsChain:
         then a restricted Gibbs scan.
         """
         cdef intp_t r, k, s, n_a, n_b, n = self.n
+        cdef int n_threads
         cdef double* d_a = self.sm_gm            # S's code totals under A and B
         cdef double* d_b = self.sm_gm + self.N
         self._anchor_positions(i, SM_LAUNCH_A)
         self._anchor_positions(j, SM_LAUNCH_B)
         if self._reads_here():
             if self._ahead(m):
+                n_threads = self._code_threads(m)   # (may move sm_codes)
                 code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
                                 self._points_here(self.sm_points, m), m,
                                 self.sm_pos + SM_LAUNCH_A * n,
                                 self.sm_pos + SM_LAUNCH_B * n, d_a, d_b,
-                                self.sm_codes, self._code_threads(m))
+                                self.sm_codes, n_threads)
             else:
                 code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
                                 self._points_here(self.sm_points, m), m,
