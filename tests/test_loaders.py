@@ -464,6 +464,10 @@ def check_subsets(path, arrays):
         assert f"{n} images of 28 x 28 pixels" in bunch.DESCR
         assert "uint8 grey levels" in bunch.DESCR
     assert load_mnist(path).data.shape == (len(y_train), 784)  # train by default
+    # scikit-learn's (data, target) pair
+    X, y = load_mnist(path, subset="all", scale=True, return_X_y=True)
+    assert_array_equal(X, expected["all"][0].reshape(len(y), 784) / 255.0)
+    assert_array_equal(y, expected["all"][1])
 
 
 @pytest.mark.parametrize(

@@ -525,10 +525,11 @@ _CHUNK = 2**24  # bytes read at a time from a gzipped file
         "path_or_folder": [str, os.PathLike],
         "subset": [StrOptions({"train", "test", "all"})],
         "scale": ["boolean"],
+        "return_X_y": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def load_mnist(path_or_folder, *, subset="train", scale=False):
+def load_mnist(path_or_folder, *, subset="train", scale=False, return_X_y=False):
     """Read the MNIST handwritten digits from LeCun's idx files or an .npz.
 
     Parameters
@@ -549,6 +550,9 @@ def load_mnist(path_or_folder, *, subset="train", scale=False):
         If False, pixels are the file's grey levels, uint8 in 0..255. If
         True, they are float64 in [0, 1] (level / 255); ``data`` of all 70,000
         images then takes 439 MB instead of 55 MB.
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` instead of a Bunch, as
+        scikit-learn's loaders do.
 
     Returns
     -------
@@ -569,6 +573,9 @@ def load_mnist(path_or_folder, *, subset="train", scale=False):
         DESCR : str
             A description of the data: the subset, its size and its label
             counts.
+
+    (data, target) : tuple if ``return_X_y`` is True
+        The flattened images and their digits, as described above.
 
     Raises
     ------
@@ -612,6 +619,9 @@ def load_mnist(path_or_folder, *, subset="train", scale=False):
     ((3, 784), (3, 28, 28), array([7, 1, 3]))
     >>> load_mnist(path, subset="test", scale=True).data.max()
     np.float64(1.0)
+    >>> X, y = load_mnist(path, subset="all", return_X_y=True)
+    >>> X.shape, y
+    ((3, 784), array([7, 1, 3]))
     >>> tmp.cleanup()
 
     The real data (with the shared data folder of the project):
@@ -665,6 +675,8 @@ def load_mnist(path_or_folder, *, subset="train", scale=False):
     elif not data.flags.writeable:
         data = data.copy()
     target = target.astype(np.intp)
+    if return_X_y:
+        return data, target
     bunch = Bunch(
         data=data,
         images=data.reshape(n_images, *_MNIST_SHAPE),
