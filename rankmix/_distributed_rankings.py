@@ -142,12 +142,20 @@ class DaskRankings(DaskRows):
 
     # -- the chain's operations (``_mallows_rows``) ---------------------------------
 
-    def label_step(self, labels, key, sweep, active, *tables):
+    def label_step(self, labels, key, sweep, active, *tables, statistics=True):
         """``chunk_label_step`` on every chunk with its part of ``labels``: the
         new labels, and the merged statistics of the rankings in each slot of
-        ``active`` by them (``cluster_statistics``, in the same round trip).
+        ``active`` by them (``cluster_statistics``, in the same round trip), or
+        None without ``statistics`` (where they would not fit the client's
+        memory at once: the chain then fetches them in batches).
         ``tables``: log_pi, anchor_priority, anchor_row, positions, theta, norm,
         as ``MallowsChain._parallel_labels`` has them."""
+        if not statistics:
+            parts = self._submit(
+                rows_module.chunk_label_step, self._slice(labels), key, sweep,
+                active, *tables,
+            )
+            return np.concatenate(parts), None
         parts = self._submit(
             rows_module.chunk_label_step_statistics,
             self._slice(labels),

@@ -30,7 +30,6 @@ cdef int statistics_build(
     Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
     intp_t n_members, intp_t n_items, intp_t* local, int n_threads,
 ) except -1 nogil
-cdef int statistics_load(Statistics* st, const Statistics* source) except -1 nogil
 cdef double statistics_bytes_bound(
     double n_keys, intp_t n_members, intp_t n_items, intp_t t_max,
 ) noexcept nogil

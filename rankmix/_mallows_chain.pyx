@@ -55,7 +55,7 @@ from ._kernels cimport (
     row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_bytes_bound,
     statistics_free, statistics_init,
-    statistics_load, theta_exact, theta_log_normaliser, transposition_pass,
+    theta_exact, theta_log_normaliser, transposition_pass,
     weighted_statistics,
 )
 from . import _subcluster_chain
@@ -199,8 +199,8 @@ def set_key(members):
 
 cdef int statistics_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
     """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``
-    of T stages over n items, kept alive by the caller), for ``statistics_load``
-    to copy; checked first, so that no kernel reads past them."""
+    of T stages over n items, kept alive by the caller), for the kernels to
+    read; checked first, so that no kernel reads past them."""
     cdef const intp_t[::1] items = statistics.items
     cdef const double[:, ::1] counts = statistics.counts
     cdef const intp_t[::1] first = statistics.pair_first
@@ -381,8 +381,13 @@ cdef class MallowsChain:
     # rankings held elsewhere (``remote``): the rows a move reads, fetched into
     # ``cache_rows`` (row ``cache_list[s]`` at slot s) for one sweep
     cdef object remote
-    cdef dict known_statistics  # a proposal's sets' statistics, by set (remote)
+    cdef dict known_statistics  # the last sides' statistics, by set (remote)
+    cdef object known_union     # (set, statistics) of a proposal's union (remote)
+    cdef Statistics set_view    # a set's statistics from elsewhere, read in place
+    cdef object set_view_object  # ... whose arrays it points at
+    cdef const Statistics* set_st  # the last set's: &work.st, or &set_view
     cdef object label_statistics  # (slots, statistics) the last label step sent
+    cdef double total_precedences  # sum_i t_i (t_i - 1) / 2 over the rankings
     cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
     cdef intp_t* cache_rows    # (cache_capacity, T)
     cdef intp_t* cache_list    # (cache_capacity,)
@@ -461,6 +466,9 @@ cdef class MallowsChain:
             if self.lengths.shape[0] != self.N or not np.all(
                     (np.asarray(self.lengths) >= 1) & (np.asarray(self.lengths) <= self.T)):
                 raise ValueError("the rankings held elsewhere have malformed lengths")
+            self.total_precedences = 0.0
+            for i in range(self.N):
+                self.total_precedences += self.lengths[i] * (self.lengths[i] - 1) // 2
             self.cache_slot = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
             for i in range(self.N):
                 self.cache_slot[i] = -1
@@ -1055,14 +1063,16 @@ cdef class MallowsChain:
                     np.asarray(<intp_t[:capacity]> self.anchor_row),
                     np.asarray(<int32_t[:K * self.n]> self.label_position),
                     np.asarray(<double[:K * self.T]> self.label_theta),
-                    np.asarray(<double[:K * (self.T + 1)]> self.label_norm))
+                    np.asarray(<double[:K * (self.T + 1)]> self.label_norm),
+                    statistics=self._statistics_at_once(K))
                 if np.shape(new_labels) != (N,):
                     raise RuntimeError("the label step returned the wrong number of rows")
                 np.asarray(self.labels)[:] = new_labels
                 # the clusters' statistics by the new labels, for the parameter
                 # update that follows (``_update_parameters``)
-                self.label_statistics = (np.asarray(<const intp_t[:K]> active).copy(),
-                                         statistics)
+                self.label_statistics = (
+                    None if statistics is None
+                    else (np.asarray(<const intp_t[:K]> active).copy(), statistics))
         else:
             if n_threads * stride > self.thread_scratch_size:
                 self.thread_scratch = <double*> grow_array(
@@ -1117,13 +1127,39 @@ cdef class MallowsChain:
         """members[member_start[c]:member_start[c + 1]]: the rankings of slot c."""
         slots_group(&self.slots, &self.labels[0], self.N, self.members)
 
-    cdef object _clusters_statistics(self, intp_t K):
-        """Rankings held elsewhere: each active cluster's statistics, by slot.
-        Those the label step sent with the labels where it is the step just
-        before (the labels are its own) and sent every active slot's (the
-        sequential start closes the clusters it emptied, and moves others to
-        their places); else from the holders, one round trip."""
-        slots = np.asarray(<intp_t[:K]> self.slots.active).copy()
+    cdef bint _statistics_at_once(self, intp_t K) noexcept nogil:
+        """Rankings held elsewhere: whether K clusters' statistics, and the
+        chunks' parts of them that the client merges, hold at most
+        ``parallel_statistics_bytes`` whatever the clustering (32 bytes a pair,
+        at most one pair a precedence in the parts and in the merge, and each
+        cluster's items and stage counts). Then the label step sends them with
+        the labels; else the parameter step fetches them in batches
+        (``_statistics_batch_end``), so that the client holds about as much as
+        a chain in process (full rankings of hundreds of items: gigabytes a
+        cluster)."""
+        return (64.0 * self.total_precedences + 8.0 * K * self.n * (self.T + 1)
+                <= <double> self.parallel_statistics_bytes)
+
+    cdef intp_t _statistics_batch_end(self, intp_t start, intp_t K,
+                                      const double* cost) noexcept nogil:
+        """The end of the batch of active clusters from ``start`` whose
+        statistics the remote parameter step fetches and holds at once: as
+        many as cost (``cost[a]``: cluster a's statistics and their parts,
+        bounded) ``parallel_statistics_bytes`` in all, and one at least."""
+        cdef intp_t stop = start + 1
+        cdef double held = cost[start]
+        while stop < K and held + cost[stop] <= <double> self.parallel_statistics_bytes:
+            held += cost[stop]
+            stop += 1
+        return stop
+
+    cdef object _clusters_statistics(self, intp_t start, intp_t stop):
+        """Rankings held elsewhere: the statistics of the active clusters
+        [start, stop), by slot. Those the label step sent with the labels where
+        it is the step just before (the labels are its own) and sent every
+        active slot's (the sequential start closes the clusters it emptied, and
+        moves others to their places); else from the holders, one round trip."""
+        slots = np.asarray(<intp_t[:stop]> self.slots.active)[start:].copy()
         sent, self.label_statistics = self.label_statistics, None
         if sent is not None:
             by_slot = dict(zip(sent[0].tolist(), sent[1]))
@@ -1148,34 +1184,43 @@ cdef class MallowsChain:
         clusters' statistics come with the label step just before, or else from
         their holders first, in one round trip (``_clusters_statistics``).
         """
-        cdef intp_t a, c, j, K = self.slots.n_active
+        cdef intp_t a, c, i, j, t, start, stop, K = self.slots.n_active
         cdef int n_threads
-        cdef Statistics* given = NULL
+        cdef double* cost = NULL
+        cdef double* precedences
+        cdef bint at_once = True
         if self.remote is None:   # (a remote chain's statistics come grouped)
             self._group_members()
+        else:
+            with gil:
+                at_once = self.label_statistics is not None
         if self.subcluster:
             n_threads = self._capped(max(1, min(max_threads(), K)))
-            if self.remote is not None:
-                with gil:
-                    kept = self._clusters_statistics(K)
-            try:
-                if self.remote is not None:
-                    with gil:
-                        given = <Statistics*> grow_array(
-                            NULL, max(K, 1) * sizeof(Statistics))
-                        for a in range(K):
-                            statistics_view(&given[a], kept[a], self.T, self.n)
-                n_threads = self._parameter_threads(K, n_threads, given)
-                self.parameter_threads = n_threads
-                self._grow_works(n_threads)
-                if n_threads == 1:   # the statistics kernels take the threads
+            if at_once:
+                self._update_batch(0, K, n_threads)
+            else:
+                # each active cluster's statistics and their parts (at most a
+                # pair a precedence), bounded from its rankings' precedences
+                cost = <double*> grow_array(
+                    NULL, (self.slots.capacity + K) * sizeof(double))
+                precedences = cost + K   # by slot
+                try:
+                    for c in range(self.slots.capacity):
+                        precedences[c] = 0.0
+                    for i in range(self.N):
+                        t = self.lengths[i]
+                        precedences[self.labels[i]] += t * (t - 1) // 2
                     for a in range(K):
-                        self._update_active(a, 0, given, self._kernel_threads())
-                else:
-                    for a in prange(K, schedule="dynamic", num_threads=n_threads):
-                        self._update_active(a, threadid(), given, 1)
-            finally:
-                free(given)
+                        c = self.slots.active[a]
+                        cost[a] = 32.0 * precedences[c] + statistics_bytes_bound(
+                            precedences[c], self.size[c], self.n, self.T)
+                    start = 0
+                    while start < K:
+                        stop = self._statistics_batch_end(start, K, cost)
+                        self._update_batch(start, stop, n_threads)
+                        start = stop
+                finally:
+                    free(cost)
             self.param_round += 1
             return 0
         for a in range(K):
@@ -1192,16 +1237,51 @@ cdef class MallowsChain:
             self._update_cluster(c, &self.work, self.rng, NULL, 1)
         return 0
 
+    cdef int _update_batch(self, intp_t start, intp_t stop, int n_threads) except -1 nogil:
+        """The sub-cluster parameter step on the active clusters [start, stop),
+        on at most ``n_threads`` threads (``_parameter_threads``), their
+        statistics built here or, with rankings held elsewhere, fetched first
+        (``_clusters_statistics``) and released after."""
+        cdef intp_t a
+        cdef Statistics* given = NULL
+        if self.remote is not None:
+            with gil:
+                kept = self._clusters_statistics(start, stop)
+        try:
+            if self.remote is not None:
+                with gil:
+                    given = <Statistics*> grow_array(
+                        NULL, max(stop - start, 1) * sizeof(Statistics))
+                    for a in range(start, stop):
+                        statistics_view(&given[a - start], kept[a - start], self.T, self.n)
+            n_threads = self._parameter_threads(start, stop, n_threads, given)
+            self.parameter_threads = n_threads
+            self._grow_works(n_threads)
+            if n_threads == 1:   # the statistics kernels take the threads
+                for a in range(start, stop):
+                    self._update_active(a, 0, NULL if given == NULL else &given[a - start],
+                                        self._kernel_threads())
+            else:
+                for a in prange(start, stop, schedule="dynamic", num_threads=n_threads):
+                    self._update_active(a, threadid(),
+                                        NULL if given == NULL else &given[a - start], 1)
+        finally:
+            free(given)
+            if self.remote is not None:
+                with gil:
+                    kept = None
+        return 0
+
     cdef int _update_active(self, intp_t a, int tid, const Statistics* given,
                             int n_threads) except -1 nogil:
         """The sub-cluster parameter step's update of active cluster a, in
-        thread ``tid``'s work, from the cluster's stream of this round, its
-        statistics kernels on ``n_threads`` threads."""
+        thread ``tid``'s work, from the cluster's stream of this round
+        (``given``: its statistics, built elsewhere, or NULL), its statistics
+        kernels on ``n_threads`` threads."""
         cdef intp_t c = self.slots.active[a]
         cdef bitgen_t* stream = counter_stream_start(
             &self.works[tid].stream, self.key, c, self.param_round, PURPOSE_PARAMETERS)
-        return self._update_cluster(c, &self.works[tid], stream,
-                                    NULL if given == NULL else &given[a], n_threads)
+        return self._update_cluster(c, &self.works[tid], stream, given, n_threads)
 
     cdef int _kernel_threads(self) noexcept nogil:
         """The threads of the statistics kernels (``statistics_build``,
@@ -1222,9 +1302,10 @@ cdef class MallowsChain:
             return <int> self.thread_cap
         return n_threads
 
-    cdef int _parameter_threads(self, intp_t K, int n_threads,
+    cdef int _parameter_threads(self, intp_t start, intp_t stop, int n_threads,
                                 const Statistics* given) noexcept nogil:
-        """The threads of a sub-cluster chain's parameter step: at most
+        """The threads of a sub-cluster chain's parameter step on the active
+        clusters [start, stop): at most
         ``n_threads``, and few enough that the statistics they build at once
         hold about ``parallel_statistics_bytes`` in all, or one thread when the
         largest cluster's alone need more (``statistics_bytes_bound``; ``given``:
@@ -1232,18 +1313,19 @@ cdef class MallowsChain:
         rankings of hundreds of items need up to n^2 (n - 1) pairs a cluster,
         gigabytes, each of which a thread would hold: so the step's memory stays
         near a one-thread chain's. The draws do not depend on the threads."""
-        cdef intp_t a, c, p, t, start
+        cdef intp_t a, c, p, t, first
         cdef double n_keys, needed, largest = 0.0
         cdef double budget = <double> self.parallel_statistics_bytes
-        for a in range(K):
+        for a in range(start, stop):
             if given != NULL:
-                needed = (32.0 * given[a].n_pairs
-                          + 8.0 * given[a].n_ranked * (given[a].n_stages + 1))
+                needed = (32.0 * given[a - start].n_pairs
+                          + 8.0 * given[a - start].n_ranked
+                          * (given[a - start].n_stages + 1))
             else:
                 c = self.slots.active[a]
-                start = self.slots.member_start[c]
+                first = self.slots.member_start[c]
                 n_keys = 0.0
-                for p in range(start, start + self.size[c]):
+                for p in range(first, first + self.size[c]):
                     t = self.lengths[self.members[p]]
                     n_keys += t * (t - 1) // 2
                 needed = statistics_bytes_bound(n_keys, self.size[c], self.n, self.T)
@@ -1277,35 +1359,37 @@ cdef class MallowsChain:
         cdef intp_t* sig = self.sigma + c * self.n
         cdef intp_t* pos = self.position + c * self.n
         cdef double* th = self.theta + c * self.T
+        cdef const Statistics* st
         if given == NULL:
             statistics_build(
                 &w.st, &self.X[0, 0], self.T, self.members + self.slots.member_start[c],
                 self.size[c], self.n, w.local, n_threads,
             )
-        else:
-            statistics_load(&w.st, given)
-        D = w.st.n_ranked
+            st = &w.st
+        else:   # read where they are, not copied (they may take gigabytes)
+            st = given
+        D = st.n_ranked
         for j in range(self.T):
             w.stage_n[j] = 0.0
             for d in range(D):
-                w.stage_n[j] += w.st.counts[d * self.T + j]
+                w.stage_n[j] += st.counts[d * self.T + j]
         for g in range(self.n_gibbs):
             weighted_statistics(
-                D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first,
-                w.st.pair_second, w.st.pair_stage, w.st.pair_count, th,
+                D, self.T, st.counts, st.n_pairs, st.pair_first,
+                st.pair_second, st.pair_stage, st.pair_count, th,
                 w.weight, w.preceded, n_threads,
             )
             if self.use_mh:
-                mh_sigma(self.n, D, w.st.items, w.weight, w.preceded, rng, sig,
+                mh_sigma(self.n, D, st.items, w.weight, w.preceded, rng, sig,
                          w.proposal, w.st_local, w.rho, w.placed, w.unranked)
-                transposition_pass(self.n, D, w.st.items, w.weight, w.preceded,
+                transposition_pass(self.n, D, st.items, w.weight, w.preceded,
                                    rng, sig, w.st_local)
             else:
-                stagewise(self.n, D, w.st.items, w.weight, w.preceded, rng, sig,
+                stagewise(self.n, D, st.items, w.weight, w.preceded, rng, sig,
                           &log_z, w.st_local, w.rho, w.placed, w.unranked)
             for j in range(self.n):
                 pos[sig[j]] = j
-            statistics_stage_sums(&w.st, self.T, pos, w.sums, n_threads)
+            statistics_stage_sums(st, self.T, pos, w.sums, n_threads)
             if self.beta_gibbs:   # sequential only: the chain's stream
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = w.sums[j]
@@ -1473,18 +1557,20 @@ cdef class MallowsChain:
         cdef double* counts = self.sm_counts + k * self.T
         cdef ClusterWork* w = &self.work
         cdef int n_threads = self._kernel_threads()
+        cdef const Statistics* st
         D = self._set_statistics(points, m, k)
+        st = self.set_st
         weighted_statistics(
-            D, self.T, w.st.counts, w.st.n_pairs, w.st.pair_first, w.st.pair_second,
-            w.st.pair_stage, w.st.pair_count, theta_ref, w.weight, w.preceded,
+            D, self.T, st.counts, st.n_pairs, st.pair_first, st.pair_second,
+            st.pair_stage, st.pair_count, theta_ref, w.weight, w.preceded,
             n_threads,
         )
-        log_q = stagewise(self.n, D, w.st.items, w.weight, w.preceded,
+        log_q = stagewise(self.n, D, st.items, w.weight, w.preceded,
                           NULL if how == PROPOSE_EVALUATE else self.rng, sig, &log_z,
                           w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
-        statistics_stage_sums(&w.st, self.T, pos, sums, n_threads)
+        statistics_stage_sums(st, self.T, pos, sums, n_threads)
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]
             b = self.nu + counts[j]
@@ -1502,29 +1588,38 @@ cdef class MallowsChain:
         return log_q
 
     cdef intp_t _set_statistics(self, const intp_t* points, intp_t m, intp_t k) except -1 nogil:
-        """The work's statistics of ``points[:m]`` and set k's stage counts N_j;
-        returns the number of items they rank."""
+        """``set_st``: the statistics of ``points[:m]``, built in the work (or,
+        with rankings held elsewhere, as the holders sent them), and set k's
+        stage counts N_j; returns the number of items they rank."""
         cdef intp_t j, d, D
         cdef ClusterWork* w = &self.work
         cdef double* counts = self.sm_counts + k * self.T
-        cdef Statistics given
         if self._reads_here():
             statistics_build(&w.st, self._rankings(), self.T,
                              self._points_here(points, m), m, self.n, w.local,
                              self._kernel_threads())
+            self.set_st = &w.st
         else:
+            # read where they are, not copied: with full rankings of hundreds
+            # of items a set's statistics take gigabytes
             with gil:
                 members = np.array(<intp_t[:m]> <intp_t*> points)
-                merged = self.known_statistics.get(set_key(members))
+                key = set_key(members)
+                merged = self.known_statistics.get(key)
+                if merged is None and self.known_union is not None:
+                    if self.known_union[0] == key:
+                        merged = self.known_union[1]
                 if merged is None:
+                    self.set_view_object = None
                     merged = self.remote.statistics([members])[0]
-                statistics_view(&given, merged, self.T, self.n)
-            statistics_load(&w.st, &given)
-        D = w.st.n_ranked
+                statistics_view(&self.set_view, merged, self.T, self.n)
+                self.set_view_object = merged
+            self.set_st = &self.set_view
+        D = self.set_st.n_ranked
         for j in range(self.T):
             counts[j] = 0.0
             for d in range(D):
-                counts[j] += w.st.counts[d * self.T + j]
+                counts[j] += self.set_st.counts[d * self.T + j]
         return D
 
     cdef double _inherited_score(
@@ -1537,7 +1632,7 @@ cdef class MallowsChain:
         memcpy(self.sm_pos + k * self.n, self.position + c * self.n,
                self.n * sizeof(intp_t))
         self._set_statistics(points, m, k)
-        statistics_stage_sums(&self.work.st, self.T, self.sm_pos + k * self.n,
+        statistics_stage_sums(self.set_st, self.T, self.sm_pos + k * self.n,
                               self.sm_sums + k * self.T, self._kernel_threads())
         self._fill_norm(k)
         return self._set_log_score(k)
@@ -1546,11 +1641,24 @@ cdef class MallowsChain:
         """With rankings held elsewhere and not read here (``rows_here``): the
         statistics of the sides (i with S's points on its side, j with the
         others) in one round trip, kept for
-        ``_set_statistics`` until the next proposal; with ``union``, those of
-        S u {i, j} too, merged from them (a launch's sides partition the union
-        the merge proposals read)."""
-        cdef intp_t N = self.N
+        ``_set_statistics`` in place of the sides before (read by then); with
+        ``union``, those of S u {i, j} too, merged from them (a launch's sides
+        partition the union the merge proposals read), kept for the proposal.
+        So the client holds the statistics of at most two sides and a union, or,
+        where those would take more than ``parallel_statistics_bytes``, of one
+        set at a time."""
+        cdef intp_t r, t, N = self.N
+        cdef double precedences = 0.0
         if self._reads_here():
+            return 0
+        # Past the budget, each set is asked for when it is read instead
+        # (``_set_statistics``, a round trip each): the sides, the union and the
+        # chunks' parts of them (at most a pair a precedence each) would hold
+        # gigabytes at once with full rankings of hundreds of items.
+        for r in range(-2, m):
+            t = self.lengths[i if r == -2 else j if r == -1 else self.sm_points[r]]
+            precedences += t * (t - 1) // 2
+        if 96.0 * precedences > <double> self.parallel_statistics_bytes:
             return 0
         with gil:
             points = (np.array(<intp_t[:m]> self.sm_points) if m
@@ -1558,13 +1666,22 @@ cdef class MallowsChain:
             with_i = np.asarray(<signed char[:N]> <signed char*> self.sm_side)[points] != 0
             sides = [np.concatenate([[i], points[with_i]]).astype(np.intp),
                      np.concatenate([[j], points[~with_i]]).astype(np.intp)]
+            self.known_statistics.clear()
+            self.set_view_object = None
             fetched = self.remote.statistics(sides)
             for members, statistics in zip(sides, fetched):
                 self.known_statistics[set_key(members)] = statistics
             if union:
-                self.known_statistics[set_key(np.concatenate(sides))] = (
-                    merge_statistics(fetched, self.T))
+                self.known_union = (set_key(np.concatenate(sides)),
+                                    merge_statistics(fetched, self.T))
         return 0
+
+    cdef void _forget_sets(self):
+        """Release the statistics of a proposal's sets (rankings held
+        elsewhere)."""
+        self.known_statistics.clear()
+        self.known_union = None
+        self.set_view_object = None
 
     cdef void _fill_norm(self, intp_t k) noexcept nogil:
         cdef intp_t j
@@ -1979,7 +2096,7 @@ cdef class MallowsChain:
             m = split_merge_others(self.rng, &self.labels[0], self.N, i, j, self.sm_points)
         if self.remote is not None:
             with gil:
-                self.known_statistics.clear()
+                self._forget_sets()
             # the proposal's rankings read in one go where they are few enough
             # (i and j are, with the sweep's move rows): its launch and decision
             # then run here, on them, with no other round trip
@@ -2277,6 +2394,9 @@ cdef class MallowsChain:
                 for t in range(self.n_split_merge):
                     self._split_merge(t)
                 self.rows_here = False   # the cache holds no other sets' rankings
+                if self.remote is not None:   # the last proposal's sets, read
+                    with gil:
+                        self._forget_sets()
                 if self.subcluster:
                     self._singleton_phase()
                 if self.sample_alpha:

@@ -68,6 +68,10 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     assert_same_statistics(one, merge_statistics([one], X.shape[1]))
     with pytest.raises(ValueError, match="5 stages merged as 4"):
         merge_statistics([one], 4)
+    # pairs that name an item their statistics do not hold
+    bad = one._replace(pair_first=one.pair_first + len(one.items))
+    with pytest.raises(ValueError, match="pairs name items they do not hold"):
+        merge_statistics([whole, bad], X.shape[1])
 
 
 def make_chain(X, remote, seed, sequential_init):
@@ -118,15 +122,20 @@ def test_parameter_step_on_statistics_from_elsewhere_keeps_to_the_budget(
     monkeypatch,
 ):
     # the statistics the holders send are sized as they are: a budget of one
-    # byte runs the parameter step on one thread, and the chain with its
-    # rankings elsewhere still draws what the one with them here draws
+    # byte runs the parameter step on one thread; the label step then sends no
+    # statistics, and the parameter step asks for them a cluster at a time (as
+    # many as fit the budget), so that the client holds one cluster's; the
+    # chain with its rankings elsewhere still draws what the one with them
+    # here draws
     monkeypatch.setattr(_mallows_chain, "PARALLEL_STATISTICS_BYTES", 1)
     X = two_groups()
     rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
     local = make_chain(X, None, 4, False)
     remote = make_chain(X, rows, 4, False)
+    asked = _count_calls(rows, "cluster_statistics", lambda labels, slots: len(slots))
     assert_same_sweeps(local, remote, 5)
     assert local.parameter_threads == remote.parameter_threads == 1
+    assert len(asked) >= 5 and set(asked) == {1}
 
 
 @pytest.mark.parametrize("budget", [None, 800, 0])
@@ -174,6 +183,24 @@ def test_proposals_read_their_rankings_and_run_here(budget, monkeypatch):
     # the clusters' rankings (100 and more) read ahead where there is room
     assert (max(reads) > 100) == (budget != 0)
     assert quiet >= 10 and read_once >= quiet // 2
+    counts = local.split_merge_counts
+    assert counts["split_accepted"] > 0 and counts["merge_proposed"] > 0
+
+
+def test_proposals_past_the_budget_ask_for_one_set_at_a_time(monkeypatch):
+    # no room to read a proposal's rankings, and a statistics budget of one
+    # byte: a proposal's sides and union are not asked for together (they
+    # would take gigabytes with full rankings of hundreds of items), but each
+    # set when it is read, one a round trip; the draws are the same
+    monkeypatch.setattr(_subcluster_chain, "LAUNCH_PREFETCH_VALUES", 0)
+    monkeypatch.setattr(_mallows_chain, "PARALLEL_STATISTICS_BYTES", 1)
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
+    local = make_chain(X, None, 4, False)
+    remote = make_chain(X, rows, 4, False)
+    asked = _count_calls(rows, "statistics", len)
+    assert_same_sweeps(local, remote, 8)
+    assert len(asked) > 8 and set(asked) == {1}
     counts = local.split_merge_counts
     assert counts["split_accepted"] > 0 and counts["merge_proposed"] > 0
 
