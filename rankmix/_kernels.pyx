@@ -775,7 +775,8 @@ def merge_statistics(parts, n_stages):
     ----------
     parts : list of RankingStatistics or None
         Each set's statistics (None: an empty set), as ``ranking_statistics``
-        gives them.
+        or this function give them: items increasing, pairs in (stage,
+        second, first) order, which the merge relies on.
     n_stages : int
         Length of the stage axis.
 
@@ -811,7 +812,8 @@ def merge_statistics(parts, n_stages):
         local = np.searchsorted(items, p.items).astype(np.intp)
         counts[local] += p.counts
         where.append(local)
-    return RankingStatistics(items, counts, *_merged_pairs(parts, where, len(items)))
+    return RankingStatistics(
+        items, counts, *_merged_pairs(parts, where, len(items), n_stages))
 
 
 cdef inline int64_t _pair_key(
@@ -846,7 +848,7 @@ cdef void _sift_down(int64_t* keys, intp_t* part, intp_t size, intp_t at) noexce
         at = child
 
 
-cdef object _merged_pairs(list parts, list where, intp_t width):
+cdef object _merged_pairs(list parts, list where, intp_t width, intp_t n_stages):
     """``merge_statistics``'s pairs: the parts' pair lists, keyed in the
     union's local indices (``where[k]``: part k's local index -> the union's),
     merged in key order, equal keys' counts summed. Returns (first, second,
@@ -859,13 +861,16 @@ cdef object _merged_pairs(list parts, list where, intp_t width):
     weights = [np.ascontiguousarray(q.pair_count, dtype=np.float64) for q in parts]
     for k in range(n_parts):
         total += firsts[k].shape[0]
-        # every index a part's pairs use must be one of its items
+        # every index a part's pairs use must be one of its items, and every
+        # stage one of the n_stages (no key may fall outside the union's)
         if firsts[k].shape[0] and not (
             len(seconds[k]) == len(stages[k]) == len(weights[k]) == len(firsts[k])
             and 0 <= min(firsts[k].min(), seconds[k].min())
             and max(firsts[k].max(), seconds[k].max()) < len(where[k])
+            and 0 <= stages[k].min() and stages[k].max() < n_stages
         ):
-            raise ValueError("statistics whose pairs name items they do not hold")
+            raise ValueError("statistics whose pairs name items they do not hold "
+                             "or stages past theirs")
     out_first = np.empty(total, dtype=np.intp)
     out_second = np.empty(total, dtype=np.intp)
     out_stage = np.empty(total, dtype=np.intp)
@@ -914,7 +919,7 @@ cdef object _merged_pairs(list parts, list where, intp_t width):
                 k = heap_part[0]
                 key = heap_key[0]
                 p = cursor[k]
-                if key != last:
+                if n_out == 0 or key != last:
                     o_first[n_out] = local[k][first[k][p]]
                     o_second[n_out] = local[k][second[k][p]]
                     o_stage[n_out] = stage[k][p]
@@ -941,8 +946,10 @@ cdef object _merged_pairs(list parts, list where, intp_t width):
         free(cursor)
         free(heap_part)
         free(heap_key)
-    # give back the room of the pairs the parts shared (in place: the arrays
-    # own their data, and nothing else refers to them yet)
+    # give back the room of the pairs the parts shared, in place: the arrays
+    # own their data, and nothing else refers to them once the views go
+    o_first = o_second = o_stage = None
+    o_count = None
     for out in (out_first, out_second, out_stage, out_count):
         out.resize(n_out, refcheck=False)
     return out_first, out_second, out_stage, out_count

@@ -1208,8 +1208,9 @@ cdef class MallowsChain:
                     for c in range(self.slots.capacity):
                         precedences[c] = 0.0
                     for i in range(self.N):
-                        t = self.lengths[i]
-                        precedences[self.labels[i]] += t * (t - 1) // 2
+                        if self.labels[i] >= 0:   # (the sequential start seats some)
+                            t = self.lengths[i]
+                            precedences[self.labels[i]] += t * (t - 1) // 2
                     for a in range(K):
                         c = self.slots.active[a]
                         cost[a] = 32.0 * precedences[c] + statistics_bytes_bound(
@@ -1254,7 +1255,9 @@ cdef class MallowsChain:
                         NULL, max(stop - start, 1) * sizeof(Statistics))
                     for a in range(start, stop):
                         statistics_view(&given[a - start], kept[a - start], self.T, self.n)
-            n_threads = self._parameter_threads(start, stop, n_threads, given)
+            n_threads = <int> min(n_threads, stop - start)
+            if given == NULL:   # (statistics from elsewhere are read in place)
+                n_threads = self._parameter_threads(start, stop, n_threads)
             self.parameter_threads = n_threads
             self._grow_works(n_threads)
             if n_threads == 1:   # the statistics kernels take the threads
@@ -1302,33 +1305,29 @@ cdef class MallowsChain:
             return <int> self.thread_cap
         return n_threads
 
-    cdef int _parameter_threads(self, intp_t start, intp_t stop, int n_threads,
-                                const Statistics* given) noexcept nogil:
+    cdef int _parameter_threads(self, intp_t start, intp_t stop,
+                                int n_threads) noexcept nogil:
         """The threads of a sub-cluster chain's parameter step on the active
-        clusters [start, stop): at most
+        clusters [start, stop), their statistics built here: at most
         ``n_threads``, and few enough that the statistics they build at once
         hold about ``parallel_statistics_bytes`` in all, or one thread when the
-        largest cluster's alone need more (``statistics_bytes_bound``; ``given``:
-        the clusters' statistics, built elsewhere, that the threads copy). Full
+        largest cluster's alone need more (``statistics_bytes_bound``). Full
         rankings of hundreds of items need up to n^2 (n - 1) pairs a cluster,
         gigabytes, each of which a thread would hold: so the step's memory stays
-        near a one-thread chain's. The draws do not depend on the threads."""
+        near a one-thread chain's. (Statistics from elsewhere come in batches
+        within that budget, ``_statistics_batch_end``, and are read in place.)
+        The draws do not depend on the threads."""
         cdef intp_t a, c, p, t, first
         cdef double n_keys, needed, largest = 0.0
         cdef double budget = <double> self.parallel_statistics_bytes
         for a in range(start, stop):
-            if given != NULL:
-                needed = (32.0 * given[a - start].n_pairs
-                          + 8.0 * given[a - start].n_ranked
-                          * (given[a - start].n_stages + 1))
-            else:
-                c = self.slots.active[a]
-                first = self.slots.member_start[c]
-                n_keys = 0.0
-                for p in range(first, first + self.size[c]):
-                    t = self.lengths[self.members[p]]
-                    n_keys += t * (t - 1) // 2
-                needed = statistics_bytes_bound(n_keys, self.size[c], self.n, self.T)
+            c = self.slots.active[a]
+            first = self.slots.member_start[c]
+            n_keys = 0.0
+            for p in range(first, first + self.size[c]):
+                t = self.lengths[self.members[p]]
+                n_keys += t * (t - 1) // 2
+            needed = statistics_bytes_bound(n_keys, self.size[c], self.n, self.T)
             largest = max(largest, needed)
         if largest * n_threads <= budget:
             return n_threads

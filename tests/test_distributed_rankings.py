@@ -72,6 +72,10 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     bad = one._replace(pair_first=one.pair_first + len(one.items))
     with pytest.raises(ValueError, match="pairs name items they do not hold"):
         merge_statistics([whole, bad], X.shape[1])
+    for stage in (-1, X.shape[1]):   # or stages past the statistics'
+        bad = one._replace(pair_stage=np.full_like(one.pair_stage, stage))
+        with pytest.raises(ValueError, match="or stages past theirs"):
+            merge_statistics([bad], X.shape[1])
 
 
 def make_chain(X, remote, seed, sequential_init):
@@ -121,12 +125,11 @@ def test_rankings_in_chunks_draw_what_rankings_in_process_draw(
 def test_parameter_step_on_statistics_from_elsewhere_keeps_to_the_budget(
     monkeypatch,
 ):
-    # the statistics the holders send are sized as they are: a budget of one
-    # byte runs the parameter step on one thread; the label step then sends no
-    # statistics, and the parameter step asks for them a cluster at a time (as
-    # many as fit the budget), so that the client holds one cluster's; the
-    # chain with its rankings elsewhere still draws what the one with them
-    # here draws
+    # under a budget of one byte the label step sends no statistics, and the
+    # parameter step asks for them a cluster at a time (as many as fit the
+    # budget), so that the client holds one cluster's, and updates each on
+    # one thread; the chain with its rankings elsewhere still draws what the
+    # one with them here draws
     monkeypatch.setattr(_mallows_chain, "PARALLEL_STATISTICS_BYTES", 1)
     X = two_groups()
     rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
