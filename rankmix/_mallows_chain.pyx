@@ -1182,7 +1182,9 @@ cdef class MallowsChain:
         with the statistics kernels on the threads instead. Other chains update them
         in turn from the chain's stream. With rankings held elsewhere, the
         clusters' statistics come with the label step just before, or else from
-        their holders first, in one round trip (``_clusters_statistics``).
+        their holders first, in one round trip (``_clusters_statistics``), or,
+        where all of them would not fit ``parallel_statistics_bytes``
+        (``_statistics_at_once``), a batch of clusters a round trip.
         """
         cdef intp_t a, c, i, j, t, start, stop, K = self.slots.n_active
         cdef int n_threads
