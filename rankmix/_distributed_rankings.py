@@ -150,20 +150,17 @@ class DaskRankings(DaskRows):
         memory at once: the chain then fetches them in batches).
         ``tables``: log_pi, anchor_priority, anchor_row, positions, theta, norm,
         as ``MallowsChain._parallel_labels`` has them."""
-        if not statistics:
-            parts = self._submit(
-                rows_module.chunk_label_step, self._slice(labels), key, sweep,
-                active, *tables,
-            )
-            return np.concatenate(parts), None
         parts = self._submit(
-            rows_module.chunk_label_step_statistics,
+            rows_module.chunk_label_step_statistics if statistics
+            else rows_module.chunk_label_step,
             self._slice(labels),
             key,
             sweep,
             active,
             *tables,
         )
+        if not statistics:
+            return np.concatenate(parts), None
         return (
             np.concatenate([new_labels for new_labels, _ in parts]),
             self._merged_by_slot([statistics for _, statistics in parts], len(active)),

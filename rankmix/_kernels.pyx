@@ -970,6 +970,33 @@ cdef inline intp_t _first_at_least(
     return lo
 
 
+cdef void _weighted_rows(
+    intp_t lo, intp_t hi, intp_t n_ranked, intp_t n_stages, const double* counts,
+    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
+    const intp_t* pair_stage, const double* pair_count, const double* theta,
+    double* weight, double* preceded,
+) noexcept nogil:
+    """``weighted_statistics`` on the rows [lo, hi) of ``weight`` and
+    ``preceded``: their pairs found stage by stage by binary search (the pairs
+    are sorted by stage, then row), so that each cell adds its stages' terms in
+    stage order, whichever rows a call takes."""
+    cdef intp_t a, j, p, start, stop = 0
+    cdef double total
+    for a in range(lo, hi):
+        total = 0.0
+        for j in range(n_stages):
+            total += theta[j] * counts[a * n_stages + j]
+        weight[a] = total
+    memset(preceded + lo * n_ranked, 0, (hi - lo) * n_ranked * sizeof(double))
+    while stop < n_pairs:   # the pairs [start, stop) of stage pair_stage[start]
+        start = stop
+        stop = _first_at_least(pair_stage, start, n_pairs, pair_stage[start] + 1)
+        for p in range(_first_at_least(pair_second, start, stop, lo),
+                       _first_at_least(pair_second, start, stop, hi)):
+            preceded[pair_second[p] * n_ranked + pair_first[p]] += (
+                theta[pair_stage[p]] * pair_count[p])
+
+
 cdef void weighted_statistics(
     intp_t n_ranked, intp_t n_stages,
     const double* counts,             # IN (D, n_stages)
@@ -988,45 +1015,39 @@ cdef void weighted_statistics(
     preceded[a, c]`` for a != c. O(D t + D^2 + n_pairs).
 
     From ``parallel_min_pairs`` pairs on, up to ``n_threads`` threads take the
-    rows of ``preceded`` in bands, each band's pairs found stage by stage by
-    binary search (the pairs are sorted by stage, then row): each cell still
-    adds its stages' terms in stage order, so the sums are the same to the
-    bit.
+    rows in bands (``_weighted_rows``): each cell still adds its stages' terms
+    in stage order, so the sums are the same to the bit.
     """
-    cdef intp_t a, j, p, band, n_bands, lo, hi, start, stop
-    cdef double total
+    cdef intp_t band, n_bands
     if n_threads <= 1 or n_pairs < parallel_min_pairs or n_ranked < 2:
-        for a in range(n_ranked):
-            total = 0.0
-            for j in range(n_stages):
-                total += theta[j] * counts[a * n_stages + j]
-            weight[a] = total
-        for p in range(n_ranked * n_ranked):
-            preceded[p] = 0.0
-        for p in range(n_pairs):
-            preceded[pair_second[p] * n_ranked + pair_first[p]] += (
-                theta[pair_stage[p]] * pair_count[p])
+        _weighted_rows(0, n_ranked, n_ranked, n_stages, counts, n_pairs, pair_first,
+                       pair_second, pair_stage, pair_count, theta, weight, preceded)
         return
     n_bands = min(n_ranked, 4 * n_threads)
-    # (``total = total + x``, not ``+=``, in the pranges here and in stage_sums:
-    # Cython makes an in-place operator on a scalar in a prange a reduction)
     for band in prange(n_bands, num_threads=n_threads, schedule="dynamic"):
-        lo = band * n_ranked // n_bands
-        hi = (band + 1) * n_ranked // n_bands
-        for a in range(lo, hi):
-            total = 0.0
-            for j in range(n_stages):
-                total = total + theta[j] * counts[a * n_stages + j]
-            weight[a] = total
-        memset(preceded + lo * n_ranked, 0, (hi - lo) * n_ranked * sizeof(double))
-        stop = 0
-        while stop < n_pairs:   # stage by stage: the pairs [start, stop) of pair_stage[start]
-            start = stop
-            stop = _first_at_least(pair_stage, start, n_pairs, pair_stage[start] + 1)
-            for p in range(_first_at_least(pair_second, start, stop, lo),
-                           _first_at_least(pair_second, start, stop, hi)):
-                preceded[pair_second[p] * n_ranked + pair_first[p]] += (
-                    theta[pair_stage[p]] * pair_count[p])
+        _weighted_rows(band * n_ranked // n_bands, (band + 1) * n_ranked // n_bands,
+                       n_ranked, n_stages, counts, n_pairs, pair_first, pair_second,
+                       pair_stage, pair_count, theta, weight, preceded)
+
+
+cdef double _stage_sum(
+    intp_t j, intp_t n_ranked, intp_t n_stages, const intp_t* items,
+    const double* counts, intp_t n_pairs, const intp_t* pair_first,
+    const intp_t* pair_second, const intp_t* pair_stage, const double* pair_count,
+    const intp_t* position,
+) noexcept nogil:
+    """``stage_sums``' S_j: stage j's pairs are contiguous (sorted by stage),
+    found by binary search."""
+    cdef intp_t a, p, start, stop
+    cdef double total = 0.0
+    for a in range(n_ranked):
+        total += counts[a * n_stages + j] * position[items[a]]
+    start = _first_at_least(pair_stage, 0, n_pairs, j)
+    stop = _first_at_least(pair_stage, start, n_pairs, j + 1)
+    for p in range(start, stop):
+        if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
+            total -= pair_count[p]
+    return total
 
 
 cdef void stage_sums(
@@ -1044,32 +1065,19 @@ cdef void stage_sums(
 
     Each ranking contributes position[x_j] minus the earlier items of x that sigma
     also ranks before x_j. O(D t + n_pairs). From ``parallel_min_pairs`` pairs
-    on, up to ``n_threads`` threads take the stages, each stage's pairs
-    (contiguous, as they are sorted by stage) found by binary search and summed
-    in the same order as on one thread: the same sums to the bit.
+    on, up to ``n_threads`` threads take the stages (``_stage_sum``, each
+    stage's sum in one order: the same sums to the bit).
     """
-    cdef intp_t a, j, p, start, stop
-    cdef double total
+    cdef intp_t j
     if n_threads <= 1 or n_pairs < parallel_min_pairs:
         for j in range(n_stages):
-            out[j] = 0.0
-        for a in range(n_ranked):
-            for j in range(n_stages):
-                out[j] += counts[a * n_stages + j] * position[items[a]]
-        for p in range(n_pairs):
-            if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
-                out[pair_stage[p]] -= pair_count[p]
+            out[j] = _stage_sum(j, n_ranked, n_stages, items, counts, n_pairs,
+                                pair_first, pair_second, pair_stage, pair_count,
+                                position)
         return
     for j in prange(n_stages, num_threads=n_threads, schedule="dynamic"):
-        total = 0.0
-        for a in range(n_ranked):
-            total = total + counts[a * n_stages + j] * position[items[a]]
-        start = _first_at_least(pair_stage, 0, n_pairs, j)
-        stop = _first_at_least(pair_stage, start, n_pairs, j + 1)
-        for p in range(start, stop):
-            if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
-                total = total - pair_count[p]
-        out[j] = total
+        out[j] = _stage_sum(j, n_ranked, n_stages, items, counts, n_pairs,
+                            pair_first, pair_second, pair_stage, pair_count, position)
 
 
 cdef double energy(

@@ -1186,10 +1186,8 @@ cdef class MallowsChain:
         where all of them would not fit ``parallel_statistics_bytes``
         (``_statistics_at_once``), a batch of clusters a round trip.
         """
-        cdef intp_t a, c, i, j, t, start, stop, K = self.slots.n_active
+        cdef intp_t a, c, j, K = self.slots.n_active
         cdef int n_threads
-        cdef double* cost = NULL
-        cdef double* precedences
         cdef bint at_once = True
         if self.remote is None:   # (a remote chain's statistics come grouped)
             self._group_members()
@@ -1201,29 +1199,7 @@ cdef class MallowsChain:
             if at_once:
                 self._update_batch(0, K, n_threads)
             else:
-                # each active cluster's statistics and their parts (at most a
-                # pair a precedence), bounded from its rankings' precedences
-                cost = <double*> grow_array(
-                    NULL, (self.slots.capacity + K) * sizeof(double))
-                precedences = cost + K   # by slot
-                try:
-                    for c in range(self.slots.capacity):
-                        precedences[c] = 0.0
-                    for i in range(self.N):
-                        if self.labels[i] >= 0:   # (the sequential start seats some)
-                            t = self.lengths[i]
-                            precedences[self.labels[i]] += t * (t - 1) // 2
-                    for a in range(K):
-                        c = self.slots.active[a]
-                        cost[a] = 32.0 * precedences[c] + statistics_bytes_bound(
-                            precedences[c], self.size[c], self.n, self.T)
-                    start = 0
-                    while start < K:
-                        stop = self._statistics_batch_end(start, K, cost)
-                        self._update_batch(start, stop, n_threads)
-                        start = stop
-                finally:
-                    free(cost)
+                self._update_in_batches(K, n_threads)
             self.param_round += 1
             return 0
         for a in range(K):
@@ -1238,6 +1214,34 @@ cdef class MallowsChain:
                 self._refresh(c)
                 continue
             self._update_cluster(c, &self.work, self.rng, NULL, 1)
+        return 0
+
+    cdef int _update_in_batches(self, intp_t K, int n_threads) except -1 nogil:
+        """Rankings held elsewhere, their statistics past the budget: the
+        parameter step a batch of clusters at a time (``_statistics_batch_end``),
+        each cluster's cost, its statistics and their parts (at most a pair a
+        precedence), bounded from its rankings' precedences."""
+        cdef intp_t a, c, i, t, start = 0, stop
+        cdef double* cost = <double*> grow_array(
+            NULL, (self.slots.capacity + K) * sizeof(double))
+        cdef double* precedences = cost + K   # by slot
+        try:
+            for c in range(self.slots.capacity):
+                precedences[c] = 0.0
+            for i in range(self.N):
+                if self.labels[i] >= 0:   # (the sequential start seats some)
+                    t = self.lengths[i]
+                    precedences[self.labels[i]] += t * (t - 1) // 2
+            for a in range(K):
+                c = self.slots.active[a]
+                cost[a] = 32.0 * precedences[c] + statistics_bytes_bound(
+                    precedences[c], self.size[c], self.n, self.T)
+            while start < K:
+                stop = self._statistics_batch_end(start, K, cost)
+                self._update_batch(start, stop, n_threads)
+                start = stop
+        finally:
+            free(cost)
         return 0
 
     cdef int _update_batch(self, intp_t start, intp_t stop, int n_threads) except -1 nogil:
@@ -1838,7 +1842,8 @@ cdef class MallowsChain:
         then a restricted Gibbs scan.
         """
         cdef intp_t r, k, s, n_a, n_b, n = self.n
-        cdef int n_threads
+        cdef int n_threads = 1
+        cdef intp_t* codes = self.code   # (T,), or sm_codes' per thread
         cdef double* d_a = self.sm_gm            # S's code totals under A and B
         cdef double* d_b = self.sm_gm + self.N
         self._anchor_positions(i, SM_LAUNCH_A)
@@ -1846,16 +1851,11 @@ cdef class MallowsChain:
         if self._reads_here():
             if self._ahead(m):
                 n_threads = self._code_threads(m)   # (may move sm_codes)
-                code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
-                                self._points_here(self.sm_points, m), m,
-                                self.sm_pos + SM_LAUNCH_A * n,
-                                self.sm_pos + SM_LAUNCH_B * n, d_a, d_b,
-                                self.sm_codes, n_threads)
-            else:
-                code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
-                                self._points_here(self.sm_points, m), m,
-                                self.sm_pos + SM_LAUNCH_A * n,
-                                self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, self.code, 1)
+                codes = self.sm_codes
+            code_total_rows(self._rankings(), self._lengths_here(), self.T, 0,
+                            self._points_here(self.sm_points, m), m,
+                            self.sm_pos + SM_LAUNCH_A * n,
+                            self.sm_pos + SM_LAUNCH_B * n, d_a, d_b, codes, n_threads)
         elif m:
             with gil:
                 total_a, total_b = self.remote.code_totals(
@@ -2096,8 +2096,6 @@ cdef class MallowsChain:
             j = self.move_rows[2 * proposal + 1]
             m = split_merge_others(self.rng, &self.labels[0], self.N, i, j, self.sm_points)
         if self.remote is not None:
-            with gil:
-                self._forget_sets()
             # the proposal's rankings read in one go where they are few enough
             # (i and j are, with the sweep's move rows): its launch and decision
             # then run here, on them, with no other round trip
@@ -2394,10 +2392,10 @@ cdef class MallowsChain:
                     self._draw_move_rows()
                 for t in range(self.n_split_merge):
                     self._split_merge(t)
+                    if self.remote is not None:   # the proposal's sets, read
+                        with gil:
+                            self._forget_sets()
                 self.rows_here = False   # the cache holds no other sets' rankings
-                if self.remote is not None:   # the last proposal's sets, read
-                    with gil:
-                        self._forget_sets()
                 if self.subcluster:
                     self._singleton_phase()
                 if self.sample_alpha:
