@@ -4,7 +4,7 @@
 
 from numpy.random cimport bitgen_t
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 
 ctypedef Py_ssize_t intp_t
 
@@ -14,14 +14,19 @@ cdef struct Statistics:
     intp_t n_ranked, n_stages, n_pairs
     intp_t* items           # (D,) ranked items, increasing
     double* counts          # (D, n_stages)
-    intp_t* pair_first      # (n_pairs,)
-    intp_t* pair_second
-    intp_t* pair_stage
-    double* pair_count
+    intp_t* row_start       # (n_stages D + 1,) row j D + d: the pairs of stage j
+                            # and second item d, [row_start[j D + d], the next)
+    int32_t* pair_first     # (n_pairs,) the earlier item, increasing in a row
+    double* pair_count      # (n_pairs,)
     # growable work buffers and capacities
     int64_t* keys
     double* dense
-    intp_t cap_items, cap_counts, cap_pairs, cap_keys, cap_dense
+    intp_t cap_items, cap_counts, cap_rows, cap_pairs, cap_keys, cap_dense
+
+
+cdef enum:
+    # what a pair of the statistics holds: its first item and its count
+    PAIR_BYTES = 12   # sizeof(int32_t) + sizeof(double)
 
 
 cdef void statistics_init(Statistics* st) noexcept nogil
@@ -33,6 +38,9 @@ cdef int statistics_build(
 cdef double statistics_bytes_bound(
     double n_keys, intp_t n_members, intp_t n_items, intp_t t_max,
 ) noexcept nogil
+cdef int statistics_view(
+    Statistics* st, statistics, intp_t n_stages, intp_t n_items,
+) except -1
 
 
 cdef double log_psi(intp_t m, double theta) noexcept nogil
@@ -63,17 +71,12 @@ cdef inline void codes_from_positions(intp_t* out, intp_t t) noexcept nogil:
         out[j] = s
 
 cdef void weighted_statistics(
-    intp_t n_ranked, intp_t n_stages, const double* counts,
-    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
-    const intp_t* pair_stage, const double* pair_count,
-    const double* theta, double* weight, double* preceded, int n_threads,
+    const Statistics* st, const double* theta, double* weight, double* preceded,
+    int n_threads,
 ) noexcept nogil
 
 cdef void stage_sums(
-    intp_t n_ranked, intp_t n_stages, const intp_t* items, const double* counts,
-    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
-    const intp_t* pair_stage, const double* pair_count,
-    const intp_t* position, double* out, int n_threads,
+    const Statistics* st, const intp_t* position, double* out, int n_threads,
 ) noexcept nogil
 
 cdef double energy(

@@ -28,7 +28,13 @@ distinct items the cluster ranks:
 
 * ``counts[d, j]``: how many rankings put item ``items[d]`` at stage ``j``;
 * sparse pairs ``(first, second, stage, count)``: ``count`` rankings put
-  ``items[second]`` at ``stage`` after ``items[first]``.
+  ``items[second]`` at ``stage`` after ``items[first]``. They are sorted by
+  (stage, second, first) and stored by rows, one a (stage, second): the pairs
+  of row ``stage * D + second`` are ``row_start[row]`` to ``row_start[row +
+  1]``, each its ``first`` (4 bytes) and its ``count`` (8 bytes). With full
+  rankings of a large cluster nearly every one of the n^2 t cells holds a pair,
+  and 12 bytes a pair hold them in 0.375 of the 32 that a pair's three indices
+  and count took.
 
 so that ``R_j[a, c] = counts[a, j] - pairs_j[a, c]``. For given stage weights
 theta the stagewise sampler needs ``R = sum_j theta_j R_j``, which becomes the
@@ -41,7 +47,7 @@ import numpy as np
 from collections import namedtuple
 
 from libc.math cimport INFINITY, exp, expm1, fabs, floor, fmax, fmin, log, log1p, sqrt
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
@@ -64,8 +70,7 @@ cdef double LARGE_THETA = 10.0
 
 
 RankingStatistics = namedtuple(
-    "RankingStatistics",
-    ["items", "counts", "pair_first", "pair_second", "pair_stage", "pair_count"],
+    "RankingStatistics", ["items", "counts", "row_start", "pair_first", "pair_count"]
 )
 RankingStatistics.__doc__ = """Compact sufficient statistics of a set of rankings.
 
@@ -73,9 +78,14 @@ items : ndarray of shape (D,)
     The distinct items the rankings mention, in increasing order.
 counts : ndarray of shape (D, n_stages)
     ``counts[d, j]``: number of rankings with ``items[d]`` at stage ``j``.
-pair_first, pair_second, pair_stage : ndarray of shape (n_pairs,)
-    Local item indices and stage of each distinct precedence: ``items[second]``
-    stands at ``stage`` and ``items[first]`` before it.
+row_start : ndarray of shape (n_stages * D + 1,)
+    The distinct precedences by row, a row per (stage, second item): those where
+    ``items[second]`` stands at ``stage`` are ``row_start[stage * D + second]``
+    to ``row_start[stage * D + second + 1]``, in the pairs' arrays. Starts at 0,
+    ends at n_pairs.
+pair_first : ndarray of int32 of shape (n_pairs,)
+    Each precedence's earlier item, a local index (``items[first]`` came
+    before), increasing within a row.
 pair_count : ndarray of shape (n_pairs,)
     How many rankings show that precedence.
 """
@@ -426,9 +436,8 @@ cdef void statistics_init(Statistics* st) noexcept nogil:
 cdef void statistics_free(Statistics* st) noexcept nogil:
     free(st.items)
     free(st.counts)
+    free(st.row_start)
     free(st.pair_first)
-    free(st.pair_second)
-    free(st.pair_stage)
     free(st.pair_count)
     free(st.keys)
     free(st.dense)
@@ -516,16 +525,18 @@ cdef void _dense_group_write(
     intp_t at,                    # the group's first pair
 ) noexcept nogil:
     """The pairs of a group's table, in (stage, second, first) order, from pair
-    ``at`` on (their room reserved)."""
-    cdef intp_t key, width = st.n_ranked
-    cdef intp_t n_cells = (stop - first_stage) * width * width
-    for key in range(n_cells):
-        if table[key] != 0.0:
-            st.pair_first[at] = key % width
-            st.pair_second[at] = (key // width) % width
-            st.pair_stage[at] = first_stage + key // (width * width)
-            st.pair_count[at] = table[key]
-            at += 1
+    ``at`` on (their room reserved), and its rows' starts."""
+    cdef intp_t row, first, width = st.n_ranked
+    cdef intp_t n_rows = (stop - first_stage) * width
+    cdef const double* cells
+    for row in range(n_rows):
+        st.row_start[first_stage * width + row] = at
+        cells = table + row * width
+        for first in range(width):
+            if cells[first] != 0.0:
+                st.pair_first[at] = <int32_t> first
+                st.pair_count[at] = cells[first]
+                at += 1
 
 
 cdef int statistics_build(
@@ -577,9 +588,16 @@ cdef int statistics_build(
             local[item] = n_ranked
             st.items[n_ranked] = item
             n_ranked += 1
+    if n_ranked > INT32_MAX:   # a pair's first item is an int32
+        for d in range(n_ranked):
+            local[st.items[d]] = -1
+        with gil:
+            raise ValueError(f"statistics of {n_ranked} distinct items, "
+                             f"more than {INT32_MAX}")
     st.n_ranked = n_ranked
     st.n_stages = t_max
     _reserve(<void**> &st.counts, &st.cap_counts, n_ranked * t_max, sizeof(double))
+    _reserve(<void**> &st.row_start, &st.cap_rows, n_ranked * t_max + 1, sizeof(intp_t))
     memset(st.counts, 0, n_ranked * t_max * sizeof(double))
     width = n_ranked
     n_cells = n_ranked * n_ranked * t_max
@@ -659,15 +677,19 @@ cdef int statistics_build(
                     n_keys += 1
         sort_keys(st.keys, st.keys + n_keys, n_keys, n_cells - 1)
         _reserve_pairs(st, n_keys)
+        # each row's pairs counted one row on, then summed into the starts
+        memset(st.row_start, 0, (n_ranked * t_max + 1) * sizeof(intp_t))
         for k in range(n_keys):
             if k == 0 or st.keys[k] != st.keys[k - 1]:
-                st.pair_first[n_pairs] = st.keys[k] % width
-                st.pair_second[n_pairs] = (st.keys[k] // width) % width
-                st.pair_stage[n_pairs] = st.keys[k] // (width * width)
+                st.pair_first[n_pairs] = <int32_t> (st.keys[k] % width)
                 st.pair_count[n_pairs] = 0.0
+                st.row_start[st.keys[k] // width + 1] += 1
                 n_pairs += 1
             st.pair_count[n_pairs - 1] += 1.0
+        for k in range(n_ranked * t_max):
+            st.row_start[k + 1] += st.row_start[k]
     st.n_pairs = n_pairs
+    st.row_start[n_ranked * t_max] = n_pairs
     for d in range(n_ranked):
         local[st.items[d]] = -1
     return 0
@@ -678,17 +700,19 @@ cdef double statistics_bytes_bound(
 ) noexcept nogil:
     """About the most bytes ``statistics_build`` needs for ``n_members`` rankings
     with ``n_keys`` precedences (sum_i t_i (t_i - 1) / 2) among ``n_items`` items
-    over ``t_max`` stages, whichever path it takes: the pairs (32 bytes, at most
-    one a precedence and one a (stage, second, first) cell), the sorted path's
-    keys and their scratch (16 bytes a precedence, taken only with fewer
+    over ``t_max`` stages, whichever path it takes: the pairs (PAIR_BYTES, at
+    most one a precedence and one a (stage, second, first) cell), the sorted
+    path's keys and their scratch (16 bytes a precedence, taken only with fewer
     precedences than a quarter of the cells) or the dense path's table of a
-    group of stages and the lengths, the items and the stage counts. (Buffers
-    grow by doubling, so what they hold may reach twice what they need.)"""
+    group of stages and the lengths, the items, the stage counts and the rows'
+    starts. (Buffers grow by doubling, so what they hold may reach twice what
+    they need.)"""
     cdef double cells = <double> n_items * n_items * t_max
-    return (32.0 * min(n_keys, cells) + 16.0 * min(n_keys, cells / 4.0 + 256.0)
+    return (<double> PAIR_BYTES * min(n_keys, cells)
+            + 16.0 * min(n_keys, cells / 4.0 + 256.0)
             + 8.0 * max(min(cells, <double> DENSE_GROUP_CELLS),
                         <double> n_items * n_items)
-            + 8.0 * n_members + 8.0 * n_items * (t_max + 1))
+            + 8.0 * n_members + 16.0 * n_items * t_max + 8.0 * n_items + 8.0)
 
 
 def _statistics_bytes_bound(const intp_t[:, ::1] X, const intp_t[::1] members,
@@ -706,11 +730,7 @@ def _statistics_bytes_bound(const intp_t[:, ::1] X, const intp_t[::1] members,
 
 cdef int _reserve_pairs(Statistics* st, intp_t n_pairs) except -1 nogil:
     cdef intp_t cap = st.cap_pairs
-    _reserve(<void**> &st.pair_first, &cap, n_pairs, sizeof(intp_t))
-    cap = st.cap_pairs
-    _reserve(<void**> &st.pair_second, &cap, n_pairs, sizeof(intp_t))
-    cap = st.cap_pairs
-    _reserve(<void**> &st.pair_stage, &cap, n_pairs, sizeof(intp_t))
+    _reserve(<void**> &st.pair_first, &cap, n_pairs, sizeof(int32_t))
     cap = st.cap_pairs
     _reserve(<void**> &st.pair_count, &cap, n_pairs, sizeof(double))
     st.cap_pairs = cap
@@ -739,7 +759,7 @@ def ranking_statistics(
     ``t_max``. Memory O(n_items + min(sum_i t_i^2, n_items^2 t)): a pair per
     distinct (stage, item, earlier item) that occurs. Short rankings of many
     items stay far below n_items^2 t; full rankings of a large cluster reach
-    it (n = 100 items, 2,000 rankings: 936,000 pairs, 29 MiB). ``n_threads``:
+    it (n = 100 items, 2,000 rankings: 936,000 pairs, 11 MiB). ``n_threads``:
     at most this many OpenMP threads (the same statistics on any number).
     """
     cdef Statistics st
@@ -759,13 +779,12 @@ def ranking_statistics(
         D = st.n_ranked
         items = _copied(st.items, D, np.intp)
         counts = _copied(st.counts, D * t_max, np.float64).reshape(D, t_max)
-        pair_first = _copied(st.pair_first, st.n_pairs, np.intp)
-        pair_second = _copied(st.pair_second, st.n_pairs, np.intp)
-        pair_stage = _copied(st.pair_stage, st.n_pairs, np.intp)
+        row_start = _copied(st.row_start, D * t_max + 1, np.intp)
+        pair_first = _copied(st.pair_first, st.n_pairs, np.int32)
         pair_count = _copied(st.pair_count, st.n_pairs, np.float64)
     finally:
         statistics_free(&st)
-    return RankingStatistics(items, counts, pair_first, pair_second, pair_stage, pair_count)
+    return RankingStatistics(items, counts, row_start, pair_first, pair_count)
 
 
 def merge_statistics(parts, n_stages):
@@ -775,8 +794,8 @@ def merge_statistics(parts, n_stages):
     ----------
     parts : list of RankingStatistics or None
         Each set's statistics (None: an empty set), as ``ranking_statistics``
-        or this function give them: items increasing, pairs in (stage,
-        second, first) order, which the merge relies on.
+        or this function give them: items increasing, each row's pairs in
+        increasing order of their first item, which the merge relies on.
     n_stages : int
         Length of the stage axis.
 
@@ -784,14 +803,16 @@ def merge_statistics(parts, n_stages):
     -------
     RankingStatistics
         Exactly what ``ranking_statistics`` gives for all the rankings at once:
-        the items in increasing order, the pairs in its (stage, second, first)
-        order, and the counts summed (integers, so in any order, exactly).
+        the items in increasing order, the pairs by row in increasing order of
+        their first item, and the counts summed (integers, so in any order,
+        exactly).
 
     Notes
     -----
     Each part's items map to the union's in increasing order, so each part's
-    pairs, keyed in the union's local indices, are still in (stage, second,
-    first) order: the pairs are merged as sorted lists (``_merged_pairs``, a
+    row (stage, second), keyed in the union's local indices, is the union's
+    row (stage, where[second]), its pairs still in order: each of the union's
+    rows is the merge of the parts' rows that map to it, as sorted lists (a
     heap of the parts' next pairs), in one pass and with no memory but the
     result's. A sort of all the parts' keys (NumPy's unique) took several
     times the time and the memory, which with full rankings of hundreds of
@@ -813,15 +834,7 @@ def merge_statistics(parts, n_stages):
         counts[local] += p.counts
         where.append(local)
     return RankingStatistics(
-        items, counts, *_merged_pairs(parts, where, len(items), n_stages))
-
-
-cdef inline int64_t _pair_key(
-    const intp_t* first, const intp_t* second, const intp_t* stage,
-    const intp_t* where, intp_t p, int64_t width,
-) noexcept nogil:
-    """Pair p's (stage, second, first) key in the union's local indices."""
-    return (stage[p] * width + where[second[p]]) * width + where[first[p]]
+        items, counts, *_merged_rows(parts, where, len(items), n_stages))
 
 
 cdef void _sift_down(int64_t* keys, intp_t* part, intp_t size, intp_t at) noexcept nogil:
@@ -848,161 +861,199 @@ cdef void _sift_down(int64_t* keys, intp_t* part, intp_t size, intp_t at) noexce
         at = child
 
 
-cdef object _merged_pairs(list parts, list where, intp_t width, intp_t n_stages):
-    """``merge_statistics``'s pairs: the parts' pair lists, keyed in the
-    union's local indices (``where[k]``: part k's local index -> the union's),
-    merged in key order, equal keys' counts summed. Returns (first, second,
-    stage, count) arrays."""
-    cdef intp_t k, n_parts = len(parts), total = 0, n_out = 0, p, at, size
-    cdef int64_t key, last = -1
-    firsts = [np.ascontiguousarray(q.pair_first, dtype=np.intp) for q in parts]
-    seconds = [np.ascontiguousarray(q.pair_second, dtype=np.intp) for q in parts]
-    stages = [np.ascontiguousarray(q.pair_stage, dtype=np.intp) for q in parts]
+cdef bint _well_formed(rows, first, count, intp_t n_items, intp_t n_stages) except -1:
+    """Whether a set's rows and pairs (``row_start``, ``pair_first``,
+    ``pair_count``; ``n_items`` items, ``n_stages`` stages) hold together: a
+    row per stage and item, their starts from 0 up to the pairs' number, never
+    decreasing, and every pair's first item one of the items.
+    O(n_pairs + n_stages n_items), in NumPy."""
+    rows = np.asarray(rows)
+    first = np.asarray(first)
+    n_pairs = len(first)
+    n_rows = n_stages * n_items   # (the module is compiled without wraparound)
+    return bool(
+        rows.ndim == 1 and rows.shape[0] == n_rows + 1
+        and rows[0] == 0 and rows[n_rows] == n_pairs and len(count) == n_pairs
+        and np.all(rows[1:] >= rows[:n_rows])
+        and (n_pairs == 0 or (first.min() >= 0 and first.max() < n_items))
+    )
+
+
+cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
+    """``merge_statistics``'s rows and pairs: each of the union's rows the
+    merge of the parts' rows that map to it (``where[k]``: part k's local
+    index -> the union's), equal first items' counts summed. Returns
+    (row_start, pair_first, pair_count) arrays."""
+    cdef intp_t k, j, u, r, p, size, n_parts = len(parts), total = 0, n_out = 0
+    cdef int64_t key, last
+    starts = [np.ascontiguousarray(q.row_start, dtype=np.intp) for q in parts]
+    firsts = [np.ascontiguousarray(q.pair_first, dtype=np.int32) for q in parts]
     weights = [np.ascontiguousarray(q.pair_count, dtype=np.float64) for q in parts]
     for k in range(n_parts):
         total += firsts[k].shape[0]
-        # every index a part's pairs use must be one of its items, and every
-        # stage one of the n_stages (no key may fall outside the union's)
-        if firsts[k].shape[0] and not (
-            len(seconds[k]) == len(stages[k]) == len(weights[k]) == len(firsts[k])
-            and 0 <= min(firsts[k].min(), seconds[k].min())
-            and max(firsts[k].max(), seconds[k].max()) < len(where[k])
-            and 0 <= stages[k].min() and stages[k].max() < n_stages
-        ):
-            raise ValueError("statistics whose pairs name items they do not hold "
-                             "or stages past theirs")
-    out_first = np.empty(total, dtype=np.intp)
-    out_second = np.empty(total, dtype=np.intp)
-    out_stage = np.empty(total, dtype=np.intp)
+        # every row must lie within the part's pairs, and every first item be
+        # one of its items: no read may fall outside a part, nor a write
+        # outside the union
+        if not _well_formed(starts[k], firsts[k], weights[k], where[k].shape[0],
+                            n_stages):
+            raise ValueError("statistics whose pairs name items they do not hold, "
+                             "or whose rows do not match their stages and pairs")
+    out_start = np.empty(n_stages * width + 1, dtype=np.intp)
+    out_first = np.empty(total, dtype=np.int32)
     out_count = np.empty(total, dtype=np.float64)
-    cdef intp_t[::1] o_first = out_first, o_second = out_second, o_stage = out_stage
+    cdef intp_t[::1] o_start = out_start
+    cdef int32_t[::1] o_first = out_first
     cdef double[::1] o_count = out_count
-    cdef const intp_t** first = <const intp_t**> malloc(max(n_parts, 1) * sizeof(void*))
-    cdef const intp_t** second = <const intp_t**> malloc(max(n_parts, 1) * sizeof(void*))
-    cdef const intp_t** stage = <const intp_t**> malloc(max(n_parts, 1) * sizeof(void*))
-    cdef const intp_t** local = <const intp_t**> malloc(max(n_parts, 1) * sizeof(void*))
-    cdef const double** weight = <const double**> malloc(max(n_parts, 1) * sizeof(void*))
-    cdef intp_t* length = <intp_t*> malloc(max(n_parts, 1) * sizeof(intp_t))
-    cdef intp_t* cursor = <intp_t*> malloc(max(n_parts, 1) * sizeof(intp_t))
-    cdef intp_t* heap_part = <intp_t*> malloc(max(n_parts, 1) * sizeof(intp_t))
-    cdef int64_t* heap_key = <int64_t*> malloc(max(n_parts, 1) * sizeof(int64_t))
+    cdef intp_t n_ptr = max(n_parts, 1)
+    cdef const intp_t** start = <const intp_t**> malloc(n_ptr * sizeof(void*))
+    cdef const int32_t** first = <const int32_t**> malloc(n_ptr * sizeof(void*))
+    cdef const intp_t** local = <const intp_t**> malloc(n_ptr * sizeof(void*))
+    cdef const double** weight = <const double**> malloc(n_ptr * sizeof(void*))
+    cdef intp_t* n_items = <intp_t*> malloc(n_ptr * sizeof(intp_t))
+    cdef intp_t* item = <intp_t*> malloc(n_ptr * sizeof(intp_t))     # next item
+    cdef intp_t* at = <intp_t*> malloc(n_ptr * sizeof(intp_t))       # next pair
+    cdef intp_t* end = <intp_t*> malloc(n_ptr * sizeof(intp_t))      # row's end
+    cdef intp_t* heap_part = <intp_t*> malloc(n_ptr * sizeof(intp_t))
+    cdef int64_t* heap_key = <int64_t*> malloc(n_ptr * sizeof(int64_t))
     cdef const intp_t[::1] view
+    cdef const int32_t[::1] first_view
     cdef const double[::1] weight_view
     try:
-        if (first == NULL or second == NULL or stage == NULL or local == NULL
-                or weight == NULL or length == NULL or cursor == NULL
+        if (start == NULL or first == NULL or local == NULL or weight == NULL
+                or n_items == NULL or item == NULL or at == NULL or end == NULL
                 or heap_part == NULL or heap_key == NULL):
             raise MemoryError("could not allocate the merge's heap")
-        size = 0
         for k in range(n_parts):
-            length[k] = firsts[k].shape[0]
-            cursor[k] = 0
-            if length[k] == 0:
-                continue
-            view = firsts[k]
-            first[k] = &view[0]
-            view = seconds[k]
-            second[k] = &view[0]
-            view = stages[k]
-            stage[k] = &view[0]
-            view = where[k]
-            local[k] = &view[0]
-            weight_view = weights[k]
-            weight[k] = &weight_view[0]
-            heap_part[size] = k
-            heap_key[size] = _pair_key(first[k], second[k], stage[k], local[k], 0, width)
-            size += 1
+            view = starts[k]
+            start[k] = &view[0]
+            n_items[k] = where[k].shape[0]
+            first[k] = local[k] = NULL
+            weight[k] = NULL
+            if n_items[k]:
+                view = where[k]
+                local[k] = &view[0]
+            if firsts[k].shape[0]:
+                first_view = firsts[k]
+                first[k] = &first_view[0]
+                weight_view = weights[k]
+                weight[k] = &weight_view[0]
         with nogil:
-            for at in range(size - 1, -1, -1):
-                _sift_down(heap_key, heap_part, size, at)
-            while size:
-                k = heap_part[0]
-                key = heap_key[0]
-                p = cursor[k]
-                if n_out == 0 or key != last:
-                    o_first[n_out] = local[k][first[k][p]]
-                    o_second[n_out] = local[k][second[k][p]]
-                    o_stage[n_out] = stage[k][p]
-                    o_count[n_out] = 0.0
-                    n_out += 1
-                    last = key
-                o_count[n_out - 1] += weight[k][p]
-                cursor[k] = p + 1
-                if p + 1 < length[k]:
-                    heap_key[0] = _pair_key(first[k], second[k], stage[k], local[k],
-                                            p + 1, width)
-                else:   # the part is spent: its place goes to the heap's last
-                    size -= 1
-                    heap_key[0] = heap_key[size]
-                    heap_part[0] = heap_part[size]
-                _sift_down(heap_key, heap_part, size, 0)
+            for j in range(n_stages):
+                for k in range(n_parts):
+                    item[k] = 0
+                for u in range(width):
+                    o_start[j * width + u] = n_out
+                    size = 0
+                    for k in range(n_parts):
+                        # the parts' items map to the union's in increasing order
+                        if item[k] < n_items[k] and local[k][item[k]] == u:
+                            r = j * n_items[k] + item[k]
+                            item[k] += 1
+                            at[k] = start[k][r]
+                            end[k] = start[k][r + 1]
+                            if at[k] < end[k]:
+                                heap_part[size] = k
+                                heap_key[size] = local[k][first[k][at[k]]]
+                                size += 1
+                    for p in range(size - 1, -1, -1):
+                        _sift_down(heap_key, heap_part, size, p)
+                    last = -1
+                    while size:
+                        k = heap_part[0]
+                        key = heap_key[0]
+                        if key != last:
+                            o_first[n_out] = <int32_t> key
+                            o_count[n_out] = 0.0
+                            n_out += 1
+                            last = key
+                        o_count[n_out - 1] += weight[k][at[k]]
+                        at[k] += 1
+                        if at[k] < end[k]:
+                            heap_key[0] = local[k][first[k][at[k]]]
+                        else:   # the row is spent: its place goes to the heap's last
+                            size -= 1
+                            heap_key[0] = heap_key[size]
+                            heap_part[0] = heap_part[size]
+                        _sift_down(heap_key, heap_part, size, 0)
+            o_start[n_stages * width] = n_out
     finally:
+        free(start)
         free(first)
-        free(second)
-        free(stage)
         free(local)
         free(weight)
-        free(length)
-        free(cursor)
+        free(n_items)
+        free(item)
+        free(at)
+        free(end)
         free(heap_part)
         free(heap_key)
     # give back the room of the pairs the parts shared, in place: the arrays
     # own their data, and nothing else refers to them once the views go
-    o_first = o_second = o_stage = None
+    o_first = None
     o_count = None
-    for out in (out_first, out_second, out_stage, out_count):
+    for out in (out_first, out_count):
         out.resize(n_out, refcheck=False)
-    return out_first, out_second, out_stage, out_count
+    return out_start, out_first, out_count
 
 
-cdef inline intp_t _first_at_least(
-    const intp_t* values, intp_t lo, intp_t hi, intp_t value,
-) noexcept nogil:
-    """The first index in [lo, hi) whose value is at least ``value`` (hi if
-    none), the values increasing there: a binary search."""
-    cdef intp_t mid
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if values[mid] < value:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+cdef int statistics_view(
+    Statistics* st, statistics, intp_t n_stages, intp_t n_items,
+) except -1:
+    """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``
+    of ``n_stages`` stages, kept alive by the caller), for the kernels to read.
+    Checked first (``_well_formed``, and items below ``n_items`` unless it is
+    negative), so that no kernel reads past them: ValueError if not."""
+    cdef const intp_t[::1] items = statistics.items
+    cdef const double[:, ::1] counts = statistics.counts
+    cdef const intp_t[::1] row_start = statistics.row_start
+    cdef const int32_t[::1] first = statistics.pair_first
+    cdef const double[::1] pair_count = statistics.pair_count
+    cdef intp_t D = items.shape[0]
+    if not (counts.shape[0] == D and counts.shape[1] == n_stages
+            and _well_formed(row_start, first, pair_count, D, n_stages)
+            and (D == 0 or n_items < 0 or (np.min(np.asarray(items)) >= 0
+                                           and np.max(np.asarray(items)) < n_items))):
+        raise ValueError("malformed ranking statistics")
+    statistics_init(st)
+    st.n_ranked = D
+    st.n_stages = n_stages
+    st.n_pairs = first.shape[0]
+    st.row_start = <intp_t*> &row_start[0]
+    if D:
+        st.items = <intp_t*> &items[0]
+        if n_stages:
+            st.counts = <double*> &counts[0, 0]
+    if st.n_pairs:
+        st.pair_first = <int32_t*> &first[0]
+        st.pair_count = <double*> &pair_count[0]
+    return 0
 
 
 cdef void _weighted_rows(
-    intp_t lo, intp_t hi, intp_t n_ranked, intp_t n_stages, const double* counts,
-    intp_t n_pairs, const intp_t* pair_first, const intp_t* pair_second,
-    const intp_t* pair_stage, const double* pair_count, const double* theta,
+    intp_t lo, intp_t hi, const Statistics* st, const double* theta,
     double* weight, double* preceded,
 ) noexcept nogil:
     """``weighted_statistics`` on the rows [lo, hi) of ``weight`` and
-    ``preceded``: their pairs found stage by stage by binary search (the pairs
-    are sorted by stage, then row), so that each cell adds its stages' terms in
+    ``preceded``, stage by stage, so that each cell adds its stages' terms in
     stage order, whichever rows a call takes."""
-    cdef intp_t a, j, p, start, stop = 0
+    cdef intp_t a, j, p, D = st.n_ranked, T = st.n_stages
+    cdef const intp_t* row
     cdef double total
     for a in range(lo, hi):
         total = 0.0
-        for j in range(n_stages):
-            total += theta[j] * counts[a * n_stages + j]
+        for j in range(T):
+            total += theta[j] * st.counts[a * T + j]
         weight[a] = total
-    memset(preceded + lo * n_ranked, 0, (hi - lo) * n_ranked * sizeof(double))
-    while stop < n_pairs:   # the pairs [start, stop) of stage pair_stage[start]
-        start = stop
-        stop = _first_at_least(pair_stage, start, n_pairs, pair_stage[start] + 1)
-        for p in range(_first_at_least(pair_second, start, stop, lo),
-                       _first_at_least(pair_second, start, stop, hi)):
-            preceded[pair_second[p] * n_ranked + pair_first[p]] += (
-                theta[pair_stage[p]] * pair_count[p])
+    memset(preceded + lo * D, 0, (hi - lo) * D * sizeof(double))
+    for j in range(T):
+        row = st.row_start + j * D
+        for a in range(lo, hi):
+            for p in range(row[a], row[a + 1]):
+                preceded[a * D + st.pair_first[p]] += theta[j] * st.pair_count[p]
 
 
 cdef void weighted_statistics(
-    intp_t n_ranked, intp_t n_stages,
-    const double* counts,             # IN (D, n_stages)
-    intp_t n_pairs,
-    const intp_t* pair_first, const intp_t* pair_second,
-    const intp_t* pair_stage, const double* pair_count,   # IN (n_pairs,)
+    const Statistics* st,
     const double* theta,              # IN (n_stages,)
     double* weight,                   # OUT (D,)
     double* preceded,                 # OUT (D, D)
@@ -1018,45 +1069,33 @@ cdef void weighted_statistics(
     rows in bands (``_weighted_rows``): each cell still adds its stages' terms
     in stage order, so the sums are the same to the bit.
     """
-    cdef intp_t band, n_bands
-    if n_threads <= 1 or n_pairs < parallel_min_pairs or n_ranked < 2:
-        _weighted_rows(0, n_ranked, n_ranked, n_stages, counts, n_pairs, pair_first,
-                       pair_second, pair_stage, pair_count, theta, weight, preceded)
+    cdef intp_t band, n_bands, D = st.n_ranked
+    if n_threads <= 1 or st.n_pairs < parallel_min_pairs or D < 2:
+        _weighted_rows(0, D, st, theta, weight, preceded)
         return
-    n_bands = min(n_ranked, 4 * n_threads)
+    n_bands = min(D, 4 * n_threads)
     for band in prange(n_bands, num_threads=n_threads, schedule="dynamic"):
-        _weighted_rows(band * n_ranked // n_bands, (band + 1) * n_ranked // n_bands,
-                       n_ranked, n_stages, counts, n_pairs, pair_first, pair_second,
-                       pair_stage, pair_count, theta, weight, preceded)
+        _weighted_rows(band * D // n_bands, (band + 1) * D // n_bands, st, theta,
+                       weight, preceded)
 
 
-cdef double _stage_sum(
-    intp_t j, intp_t n_ranked, intp_t n_stages, const intp_t* items,
-    const double* counts, intp_t n_pairs, const intp_t* pair_first,
-    const intp_t* pair_second, const intp_t* pair_stage, const double* pair_count,
-    const intp_t* position,
-) noexcept nogil:
-    """``stage_sums``' S_j: stage j's pairs are contiguous (sorted by stage),
-    found by binary search."""
-    cdef intp_t a, p, start, stop
+cdef double _stage_sum(intp_t j, const Statistics* st, const intp_t* position) noexcept nogil:
+    """``stage_sums``' S_j, from stage j's rows."""
+    cdef intp_t a, p, later, D = st.n_ranked
+    cdef const intp_t* row = st.row_start + j * D
     cdef double total = 0.0
-    for a in range(n_ranked):
-        total += counts[a * n_stages + j] * position[items[a]]
-    start = _first_at_least(pair_stage, 0, n_pairs, j)
-    stop = _first_at_least(pair_stage, start, n_pairs, j + 1)
-    for p in range(start, stop):
-        if position[items[pair_first[p]]] < position[items[pair_second[p]]]:
-            total -= pair_count[p]
+    for a in range(D):
+        total += st.counts[a * st.n_stages + j] * position[st.items[a]]
+    for a in range(D):
+        later = position[st.items[a]]
+        for p in range(row[a], row[a + 1]):
+            if position[st.items[st.pair_first[p]]] < later:
+                total -= st.pair_count[p]
     return total
 
 
 cdef void stage_sums(
-    intp_t n_ranked, intp_t n_stages,
-    const intp_t* items,              # IN (D,)
-    const double* counts,             # IN (D, n_stages)
-    intp_t n_pairs,
-    const intp_t* pair_first, const intp_t* pair_second,
-    const intp_t* pair_stage, const double* pair_count,   # IN (n_pairs,)
+    const Statistics* st,
     const intp_t* position,           # IN (n,) inverse of sigma
     double* out,                      # OUT (n_stages,)
     int n_threads,                    # at most this many OpenMP threads
@@ -1069,15 +1108,12 @@ cdef void stage_sums(
     stage's sum in one order: the same sums to the bit).
     """
     cdef intp_t j
-    if n_threads <= 1 or n_pairs < parallel_min_pairs:
-        for j in range(n_stages):
-            out[j] = _stage_sum(j, n_ranked, n_stages, items, counts, n_pairs,
-                                pair_first, pair_second, pair_stage, pair_count,
-                                position)
+    if n_threads <= 1 or st.n_pairs < parallel_min_pairs:
+        for j in range(st.n_stages):
+            out[j] = _stage_sum(j, st, position)
         return
-    for j in prange(n_stages, num_threads=n_threads, schedule="dynamic"):
-        out[j] = _stage_sum(j, n_ranked, n_stages, items, counts, n_pairs,
-                            pair_first, pair_second, pair_stage, pair_count, position)
+    for j in prange(st.n_stages, num_threads=n_threads, schedule="dynamic"):
+        out[j] = _stage_sum(j, st, position)
 
 
 cdef double energy(
@@ -1294,50 +1330,32 @@ cdef class _Scratch:
 def theta_weighted_statistics(stats, const double[::1] theta, int n_threads=1):
     """``(weight, preceded)``: R = sum_j theta_j R_j in compact form (see module
     doc), on at most ``n_threads`` OpenMP threads."""
-    cdef const double[:, ::1] counts = stats.counts
-    cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
-    cdef const intp_t[::1] first = stats.pair_first, second = stats.pair_second
-    cdef const intp_t[::1] stage = stats.pair_stage
-    cdef const double[::1] count = stats.pair_count
-    if theta.shape[0] < n_stages:
-        raise ValueError(f"theta has {theta.shape[0]} stages, the statistics {n_stages}.")
+    cdef Statistics st
+    cdef intp_t n_ranked = len(stats.items)
+    if theta.shape[0] < stats.counts.shape[1]:
+        raise ValueError(f"theta has {theta.shape[0]} stages, the statistics "
+                         f"{stats.counts.shape[1]}.")
+    statistics_view(&st, stats, stats.counts.shape[1], -1)
     cdef double[::1] weight = np.empty(n_ranked, dtype=np.float64)
     cdef double[:, ::1] preceded = np.empty((n_ranked, n_ranked), dtype=np.float64)
     if n_ranked > 0:
         with nogil:
-            weighted_statistics(
-                n_ranked, n_stages, &counts[0, 0], first.shape[0],
-                &first[0] if first.shape[0] else NULL,
-                &second[0] if first.shape[0] else NULL,
-                &stage[0] if first.shape[0] else NULL,
-                &count[0] if first.shape[0] else NULL,
-                &theta[0], &weight[0], &preceded[0, 0], n_threads,
-            )
+            weighted_statistics(&st, &theta[0], &weight[0], &preceded[0, 0], n_threads)
     return np.asarray(weight), np.asarray(preceded)
 
 
 def code_sums(stats, const intp_t[::1] sigma, int n_threads=1):
     """S_j(sigma) for every stage j: the summed codes of the set against sigma,
     on at most ``n_threads`` OpenMP threads."""
-    cdef const double[:, ::1] counts = stats.counts
-    cdef const intp_t[::1] items = stats.items
-    cdef intp_t n_ranked = counts.shape[0], n_stages = counts.shape[1]
-    cdef const intp_t[::1] first = stats.pair_first, second = stats.pair_second
-    cdef const intp_t[::1] stage = stats.pair_stage
-    cdef const double[::1] count = stats.pair_count
+    cdef Statistics st
+    cdef intp_t n_stages = stats.counts.shape[1]
+    statistics_view(&st, stats, n_stages, sigma.shape[0])
     cdef intp_t[::1] position = np.empty(sigma.shape[0], dtype=np.intp)
     cdef double[::1] out = np.zeros(n_stages, dtype=np.float64)
-    if n_ranked > 0 and n_stages > 0:
+    if st.n_ranked > 0 and n_stages > 0:
         with nogil:
             invert(&sigma[0], sigma.shape[0], &position[0])
-            stage_sums(
-                n_ranked, n_stages, &items[0], &counts[0, 0], first.shape[0],
-                &first[0] if first.shape[0] else NULL,
-                &second[0] if first.shape[0] else NULL,
-                &stage[0] if first.shape[0] else NULL,
-                &count[0] if first.shape[0] else NULL,
-                &position[0], &out[0], n_threads,
-            )
+            stage_sums(&st, &position[0], &out[0], n_threads)
     return np.asarray(out)
 
 

@@ -51,10 +51,10 @@ from libc.string cimport memcpy, memset
 from numpy.random cimport bitgen_t
 
 from ._kernels cimport (
-    Statistics, codes_one, intp_t, log_psi, mh_sigma,
+    PAIR_BYTES, Statistics, codes_one, intp_t, log_psi, mh_sigma,
     row_length, slice_theta,
     stage_sums, stagewise, statistics_build, statistics_bytes_bound,
-    statistics_free, statistics_init,
+    statistics_free, statistics_init, statistics_view,
     theta_exact, theta_log_normaliser, transposition_pass,
     weighted_statistics,
 )
@@ -115,15 +115,6 @@ PARALLEL_SCAN_ROWS = 2048
 # about this many bytes of statistics at once (``_parameter_threads``), or one
 # when a single cluster needs more; read by each chain when it is made.
 PARALLEL_STATISTICS_BYTES = 1 << 30
-
-
-cdef inline void statistics_stage_sums(
-    const Statistics* st, intp_t T, const intp_t* pos, double* out, int n_threads,
-) noexcept nogil:
-    """``out`` (T,) <- S_j(sigma) of the rankings ``st`` summarises, sigma given by
-    its inverse ``pos``: ``stage_sums`` on the statistics' fields."""
-    stage_sums(st.n_ranked, T, st.items, st.counts, st.n_pairs, st.pair_first,
-               st.pair_second, st.pair_stage, st.pair_count, pos, out, n_threads)
 
 
 # What _propose_set does with a parameter set.
@@ -195,39 +186,6 @@ cdef void work_free(ClusterWork* w) noexcept nogil:
 def set_key(members):
     """A set of rankings' key in ``known_statistics``: its sorted indices."""
     return np.sort(members).tobytes()
-
-
-cdef int statistics_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
-    """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``
-    of T stages over n items, kept alive by the caller), for the kernels to
-    read; checked first, so that no kernel reads past them."""
-    cdef const intp_t[::1] items = statistics.items
-    cdef const double[:, ::1] counts = statistics.counts
-    cdef const intp_t[::1] first = statistics.pair_first
-    cdef const intp_t[::1] second = statistics.pair_second
-    cdef const intp_t[::1] stage = statistics.pair_stage
-    cdef const double[::1] pair_count = statistics.pair_count
-    cdef intp_t D = items.shape[0]
-    if not (D == counts.shape[0] and counts.shape[1] == T and D > 0
-            and first.shape[0] == second.shape[0] == stage.shape[0]
-            == pair_count.shape[0]
-            and np.all((np.asarray(items) >= 0) & (np.asarray(items) < n))
-            and np.all((np.asarray(first) >= 0) & (np.asarray(first) < D))
-            and np.all((np.asarray(second) >= 0) & (np.asarray(second) < D))
-            and np.all((np.asarray(stage) >= 0) & (np.asarray(stage) < T))):
-        raise RuntimeError("the statistics returned are malformed")
-    statistics_init(st)
-    st.n_ranked = D
-    st.n_stages = counts.shape[1]
-    st.n_pairs = first.shape[0]
-    st.items = <intp_t*> &items[0]
-    st.counts = <double*> &counts[0, 0]
-    if st.n_pairs:
-        st.pair_first = <intp_t*> &first[0]
-        st.pair_second = <intp_t*> &second[0]
-        st.pair_stage = <intp_t*> &stage[0]
-        st.pair_count = <double*> &pair_count[0]
-    return 0
 
 
 cdef class MallowsChain:
@@ -1130,14 +1088,15 @@ cdef class MallowsChain:
     cdef bint _statistics_at_once(self, intp_t K) noexcept nogil:
         """Rankings held elsewhere: whether K clusters' statistics, and the
         chunks' parts of them that the client merges, hold at most
-        ``parallel_statistics_bytes`` whatever the clustering (32 bytes a pair,
-        at most one pair a precedence in the parts and in the merge, and each
-        cluster's items and stage counts). Then the label step sends them with
+        ``parallel_statistics_bytes`` whatever the clustering (PAIR_BYTES a
+        pair, at most one pair a precedence in the parts and in the merge, and
+        each cluster's items, stage counts and rows' starts). Then the label step sends them with
         the labels; else the parameter step fetches them in batches
         (``_statistics_batch_end``), so that the client holds about as much as
         a chain in process (full rankings of hundreds of items: gigabytes a
         cluster)."""
-        return (64.0 * self.total_precedences + 8.0 * K * self.n * (self.T + 1)
+        return (2.0 * PAIR_BYTES * self.total_precedences
+                + 16.0 * K * self.n * (self.T + 1)
                 <= <double> self.parallel_statistics_bytes)
 
     cdef intp_t _statistics_batch_end(self, intp_t start, intp_t K,
@@ -1234,7 +1193,7 @@ cdef class MallowsChain:
                     precedences[self.labels[i]] += t * (t - 1) // 2
             for a in range(K):
                 c = self.slots.active[a]
-                cost[a] = 32.0 * precedences[c] + statistics_bytes_bound(
+                cost[a] = PAIR_BYTES * precedences[c] + statistics_bytes_bound(
                     precedences[c], self.size[c], self.n, self.T)
             while start < K:
                 stop = self._statistics_batch_end(start, K, cost)
@@ -1379,11 +1338,7 @@ cdef class MallowsChain:
             for d in range(D):
                 w.stage_n[j] += st.counts[d * self.T + j]
         for g in range(self.n_gibbs):
-            weighted_statistics(
-                D, self.T, st.counts, st.n_pairs, st.pair_first,
-                st.pair_second, st.pair_stage, st.pair_count, th,
-                w.weight, w.preceded, n_threads,
-            )
+            weighted_statistics(st, th, w.weight, w.preceded, n_threads)
             if self.use_mh:
                 mh_sigma(self.n, D, st.items, w.weight, w.preceded, rng, sig,
                          w.proposal, w.st_local, w.rho, w.placed, w.unranked)
@@ -1394,7 +1349,7 @@ cdef class MallowsChain:
                           &log_z, w.st_local, w.rho, w.placed, w.unranked)
             for j in range(self.n):
                 pos[sig[j]] = j
-            statistics_stage_sums(st, self.T, pos, w.sums, n_threads)
+            stage_sums(st, pos, w.sums, n_threads)
             if self.beta_gibbs:   # sequential only: the chain's stream
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = w.sums[j]
@@ -1565,17 +1520,13 @@ cdef class MallowsChain:
         cdef const Statistics* st
         D = self._set_statistics(points, m, k)
         st = self.set_st
-        weighted_statistics(
-            D, self.T, st.counts, st.n_pairs, st.pair_first, st.pair_second,
-            st.pair_stage, st.pair_count, theta_ref, w.weight, w.preceded,
-            n_threads,
-        )
+        weighted_statistics(st, theta_ref, w.weight, w.preceded, n_threads)
         log_q = stagewise(self.n, D, st.items, w.weight, w.preceded,
                           NULL if how == PROPOSE_EVALUATE else self.rng, sig, &log_z,
                           w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
-        statistics_stage_sums(st, self.T, pos, sums, n_threads)
+        stage_sums(st, pos, sums, n_threads)
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]
             b = self.nu + counts[j]
@@ -1637,8 +1588,8 @@ cdef class MallowsChain:
         memcpy(self.sm_pos + k * self.n, self.position + c * self.n,
                self.n * sizeof(intp_t))
         self._set_statistics(points, m, k)
-        statistics_stage_sums(self.set_st, self.T, self.sm_pos + k * self.n,
-                              self.sm_sums + k * self.T, self._kernel_threads())
+        stage_sums(self.set_st, self.sm_pos + k * self.n, self.sm_sums + k * self.T,
+                   self._kernel_threads())
         self._fill_norm(k)
         return self._set_log_score(k)
 
@@ -1663,7 +1614,7 @@ cdef class MallowsChain:
         for r in range(-2, m):
             t = self.lengths[i if r == -2 else j if r == -1 else self.sm_points[r]]
             precedences += t * (t - 1) // 2
-        if 96.0 * precedences > <double> self.parallel_statistics_bytes:
+        if 3.0 * PAIR_BYTES * precedences > <double> self.parallel_statistics_bytes:
             return 0
         with gil:
             points = (np.array(<intp_t[:m]> self.sm_points) if m

@@ -69,12 +69,16 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     with pytest.raises(ValueError, match="5 stages merged as 4"):
         merge_statistics([one], 4)
     # pairs that name an item their statistics do not hold
-    bad = one._replace(pair_first=one.pair_first + len(one.items))
-    with pytest.raises(ValueError, match="pairs name items they do not hold"):
-        merge_statistics([whole, bad], X.shape[1])
-    for stage in (-1, X.shape[1]):   # or stages past the statistics'
-        bad = one._replace(pair_stage=np.full_like(one.pair_stage, stage))
-        with pytest.raises(ValueError, match="or stages past theirs"):
+    for first in (one.pair_first + len(one.items), one.pair_first - len(one.items)):
+        bad = one._replace(pair_first=first)
+        with pytest.raises(ValueError, match="pairs name items they do not hold"):
+            merge_statistics([whole, bad], X.shape[1])
+    # or rows past their pairs, going back, or not a row per stage and item
+    rows = one.row_start
+    for row_start in (rows + 1, rows[::-1], rows[:-1], np.append(rows, rows[-1]),
+                      np.where(np.arange(len(rows)) == 5, rows[-1] + 1, rows)):
+        bad = one._replace(row_start=row_start)
+        with pytest.raises(ValueError, match="rows do not match their stages"):
             merge_statistics([bad], X.shape[1])
 
 

@@ -195,10 +195,15 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
     assert len(keys) == n_keys
     expected, count = np.unique(np.array(keys, dtype=np.intp).reshape(-1, 3),
                                 axis=0, return_counts=True)
-    assert_array_equal(stats.pair_stage, expected[:, 0])
-    assert_array_equal(stats.pair_second, expected[:, 1])
+    # stored by rows, a row per (stage, second item)
+    D = len(stats.items)
+    assert stats.pair_first.dtype == np.int32
+    rows = np.repeat(np.arange(t_max * D), np.diff(stats.row_start))
+    assert_array_equal(rows // D, expected[:, 0])
+    assert_array_equal(rows % D, expected[:, 1])
     assert_array_equal(stats.pair_first, expected[:, 2])
     assert_array_equal(stats.pair_count, count)
+    assert stats.row_start[0] == 0 and stats.row_start[-1] == len(count)
     # and each item's count of rankings that place it at each stage
     placed = np.zeros((len(stats.items), t_max))
     for i, j in zip(*np.nonzero(X >= 0)):
@@ -218,7 +223,8 @@ def test_statistics_bytes_bound_covers_what_a_build_needs(
     X, members, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
     assert taken == path
     D = len(stats.items)
-    needed = (32 * len(stats.pair_first) + 8 * D * (t_max + 1)
+    needed = (12 * len(stats.pair_first) + 8 * D * (t_max + 1)
+              + 8 * len(stats.row_start)
               + (8 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
     bound = _kernels._statistics_bytes_bound(X, members, n_items)
     assert needed <= bound
@@ -260,6 +266,36 @@ def test_statistics_kernels_give_the_same_results_on_any_number_of_threads(
         assert_array_equal(weighted[0], weight)
         assert_array_equal(weighted[1], preceded)
         assert_array_equal(_kernels.code_sums(stats, sigma, n_threads), sums)
+
+
+def test_statistics_kernels_refuse_statistics_that_do_not_hold_together():
+    # the kernels read rows and pairs where the statistics say they are: before
+    # they run, each of these malformed statistics is refused, not read past
+    X, _, stats, _, _ = built_statistics(300, 30, 30)
+    theta = np.ones(30)
+    sigma = np.arange(30, dtype=np.intp)
+    rows = stats.row_start
+    n_pairs = len(stats.pair_first)
+    malformed = {
+        "a first item past the items": dict(pair_first=stats.pair_first + 30),
+        "a negative first item": dict(pair_first=stats.pair_first - 1),
+        "rows past the pairs": dict(row_start=rows + 1),
+        "a row going back": dict(row_start=np.where(np.arange(len(rows)) == 7,
+                                                    n_pairs, rows)),
+        "a row missing": dict(row_start=rows[:-1]),
+        "counts missing": dict(pair_count=stats.pair_count[:-1]),
+        "an item past sigma's": dict(items=stats.items + 30),
+    }
+    for fault, change in malformed.items():
+        bad = stats._replace(**change)
+        with pytest.raises(ValueError, match="malformed ranking statistics"):
+            _kernels.code_sums(bad, sigma)
+        if "items" not in change:
+            with pytest.raises(ValueError, match="malformed ranking statistics"):
+                _kernels.theta_weighted_statistics(bad, theta)
+    # and the well formed ones are read
+    _kernels.code_sums(stats, sigma)
+    _kernels.theta_weighted_statistics(stats, theta)
 
 
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
