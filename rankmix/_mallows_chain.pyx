@@ -344,6 +344,8 @@ cdef class MallowsChain:
     cdef Statistics set_view    # a set's statistics from elsewhere, read in place
     cdef object set_view_object  # ... whose arrays it points at
     cdef const Statistics* set_st  # the last set's: &work.st, or &set_view
+    cdef bint sm_list_union    # sm_list holds a proposal's union (_gather_union)
+    cdef bint union_built      # work.st holds the statistics of that union
     cdef object label_statistics  # (slots, statistics) the last label step sent
     cdef double total_precedences  # sum_i t_i (t_i - 1) / 2 over the rankings
     cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
@@ -1548,12 +1550,18 @@ cdef class MallowsChain:
         with rankings held elsewhere, as the holders sent them), and set k's
         stage counts N_j; returns the number of items they rank."""
         cdef intp_t j, d, D
+        cdef bint union
         cdef ClusterWork* w = &self.work
         cdef double* counts = self.sm_counts + k * self.T
         if self._reads_here():
-            statistics_build(&w.st, self._rankings(), self.T,
-                             self._points_here(points, m), m, self.n, w.local,
-                             self._kernel_threads())
+            # a proposal reads its union twice running where the merge launch
+            # builds it ("fresh"): then it is built once
+            union = points == self.sm_list and self.sm_list_union
+            if not (union and self.union_built):
+                statistics_build(&w.st, self._rankings(), self.T,
+                                 self._points_here(points, m), m, self.n, w.local,
+                                 self._kernel_threads())
+            self.union_built = union
             self.set_st = &w.st
         else:
             # read where they are, not copied: with full rankings of hundreds
@@ -1652,6 +1660,7 @@ cdef class MallowsChain:
         -1: all of S). Returns their number."""
         cdef intp_t r, k, count = 1
         self.sm_list[0] = anchor
+        self.sm_list_union = False
         for r in range(m):
             k = self.sm_points[r]
             if side < 0 or self.sm_side[k] == side:
@@ -1851,6 +1860,7 @@ cdef class MallowsChain:
         """sm_list: i, S, then j. Returns m + 2."""
         self._gather(i, m, -1)
         self.sm_list[m + 1] = j
+        self.sm_list_union = True
         return m + 2
 
     cdef void _copy_slot(self, intp_t c, intp_t k) noexcept nogil:
@@ -2056,12 +2066,24 @@ cdef class MallowsChain:
         ci = self.labels[i]
         cj = self.labels[j]
         kept = uniform(self.rng) < 0.5
+        self.union_built = False   # (the work's statistics are another set's)
         self._launch(i, j, m)
         if not kept:
             self._merge_launch(i, j, m)
         if ci == cj:
             self.n_split += 1
             log_q = self._restricted_scan(m, -1)
+            # the union first: it draws nothing (so the draws are those of any
+            # order), and its statistics are still those the merge launch built
+            n_u = self._gather_union(i, j, m)
+            if kept:
+                f_u = self._inherited_score(self.sm_list, n_u, ci, SM_MERGED)
+                log_back = 0.0
+            else:
+                self._copy_slot(ci, SM_MERGED)
+                log_back = self._propose_set(
+                    self.sm_list, n_u, ref_m, SM_MERGED, PROPOSE_EVALUATE)
+                f_u = self._set_log_score(SM_MERGED)
             self._prefetch_sides(i, j, m, False)
             n_a = self._gather(i, m, 1)
             if kept:
@@ -2072,15 +2094,6 @@ cdef class MallowsChain:
             n_b = self._gather(j, m, 0)
             log_q += self._propose_set(self.sm_list, n_b, ref_b, SM_B, PROPOSE_DRAW)
             f_b = self._set_log_score(SM_B)
-            n_u = self._gather_union(i, j, m)
-            if kept:
-                f_u = self._inherited_score(self.sm_list, n_u, ci, SM_MERGED)
-                log_back = 0.0
-            else:
-                self._copy_slot(ci, SM_MERGED)
-                log_back = self._propose_set(
-                    self.sm_list, n_u, ref_m, SM_MERGED, PROPOSE_EVALUATE)
-                f_u = self._set_log_score(SM_MERGED)
             log_ratio = (log(self.alpha) + lgamma(<double> n_a) + lgamma(<double> n_b)
                          - lgamma(<double> n_u) + f_a + f_b - f_u + log_back - log_q)
             if by_cluster:   # the merge back picks B as A's partner among K + 1
