@@ -76,7 +76,8 @@ cdef void weighted_statistics(
 ) noexcept nogil
 
 cdef void stage_sums(
-    const Statistics* st, const intp_t* position, double* out, int n_threads,
+    const Statistics* st, const intp_t* position, double* out, intp_t* at,
+    int n_threads,
 ) noexcept nogil
 
 cdef double energy(

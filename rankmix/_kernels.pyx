@@ -1079,18 +1079,20 @@ cdef void weighted_statistics(
                        weight, preceded)
 
 
-cdef double _stage_sum(intp_t j, const Statistics* st, const intp_t* position) noexcept nogil:
-    """``stage_sums``' S_j, from stage j's rows."""
+cdef double _stage_sum(intp_t j, const Statistics* st, const intp_t* at) noexcept nogil:
+    """``stage_sums``' S_j, from stage j's rows; ``at[d]``: sigma's position of
+    ``items[d]``."""
     cdef intp_t a, p, later, D = st.n_ranked
     cdef const intp_t* row = st.row_start + j * D
     cdef double total = 0.0
     for a in range(D):
-        total += st.counts[a * st.n_stages + j] * position[st.items[a]]
+        total += st.counts[a * st.n_stages + j] * at[a]
     for a in range(D):
-        later = position[st.items[a]]
+        later = at[a]
         for p in range(row[a], row[a + 1]):
-            if position[st.items[st.pair_first[p]]] < later:
-                total -= st.pair_count[p]
+            # summed, not branched on (which way it goes is unpredictable);
+            # subtracting 0.0 changes no bit of the total
+            total -= st.pair_count[p] * (at[st.pair_first[p]] < later)
     return total
 
 
@@ -1098,22 +1100,27 @@ cdef void stage_sums(
     const Statistics* st,
     const intp_t* position,           # IN (n,) inverse of sigma
     double* out,                      # OUT (n_stages,)
+    intp_t* at,                       # scratch (D,)
     int n_threads,                    # at most this many OpenMP threads
 ) noexcept nogil:
     """S_j(sigma) = L_sigma(R_j) = sum over the set of s_j(x | sigma), per stage.
 
     Each ranking contributes position[x_j] minus the earlier items of x that sigma
-    also ranks before x_j. O(D t + n_pairs). From ``parallel_min_pairs`` pairs
-    on, up to ``n_threads`` threads take the stages (``_stage_sum``, each
-    stage's sum in one order: the same sums to the bit).
+    also ranks before x_j. O(D t + n_pairs). The positions of the set's items
+    are read from ``at`` (filled first: one lookup a pair, not two). From
+    ``parallel_min_pairs`` pairs on, up to ``n_threads`` threads take the
+    stages (``_stage_sum``, each stage's sum in one order: the same sums to
+    the bit).
     """
-    cdef intp_t j
+    cdef intp_t j, d
+    for d in range(st.n_ranked):
+        at[d] = position[st.items[d]]
     if n_threads <= 1 or st.n_pairs < parallel_min_pairs:
         for j in range(st.n_stages):
-            out[j] = _stage_sum(j, st, position)
+            out[j] = _stage_sum(j, st, at)
         return
     for j in prange(st.n_stages, num_threads=n_threads, schedule="dynamic"):
-        out[j] = _stage_sum(j, st, position)
+        out[j] = _stage_sum(j, st, at)
 
 
 cdef double energy(
@@ -1351,11 +1358,12 @@ def code_sums(stats, const intp_t[::1] sigma, int n_threads=1):
     cdef intp_t n_stages = stats.counts.shape[1]
     statistics_view(&st, stats, n_stages, sigma.shape[0])
     cdef intp_t[::1] position = np.empty(sigma.shape[0], dtype=np.intp)
+    cdef intp_t[::1] at = np.empty(max(st.n_ranked, 1), dtype=np.intp)
     cdef double[::1] out = np.zeros(n_stages, dtype=np.float64)
     if st.n_ranked > 0 and n_stages > 0:
         with nogil:
             invert(&sigma[0], sigma.shape[0], &position[0])
-            stage_sums(&st, &position[0], &out[0], n_threads)
+            stage_sums(&st, &position[0], &out[0], &at[0], n_threads)
     return np.asarray(out)
 
 

@@ -135,7 +135,7 @@ cdef struct ClusterWork:
     # turn, split-merge proposals), and a sub-cluster chain one per thread.
     Statistics st
     intp_t* local        # (n,) all -1 between uses
-    intp_t* st_local     # (n,)
+    intp_t* st_local     # (n,) scratch of the sigma kernels and stage_sums
     intp_t* unranked     # (n,)
     intp_t* proposal     # (n,)
     char* placed         # (n,)
@@ -1351,7 +1351,7 @@ cdef class MallowsChain:
                           &log_z, w.st_local, w.rho, w.placed, w.unranked)
             for j in range(self.n):
                 pos[sig[j]] = j
-            stage_sums(st, pos, w.sums, n_threads)
+            stage_sums(st, pos, w.sums, w.st_local, n_threads)
             if self.beta_gibbs:   # sequential only: the chain's stream
                 for j in range(self.T):
                     self.code_sum[c * self.T + j] = w.sums[j]
@@ -1528,7 +1528,7 @@ cdef class MallowsChain:
                           w.st_local, w.rho, w.placed, w.unranked)
         for j in range(self.n):
             pos[sig[j]] = j
-        stage_sums(st, pos, sums, n_threads)
+        stage_sums(st, pos, sums, w.st_local, n_threads)
         for j in range(self.T):
             a = self.nu * self.r[j] + sums[j]
             b = self.nu + counts[j]
@@ -1597,7 +1597,7 @@ cdef class MallowsChain:
                self.n * sizeof(intp_t))
         self._set_statistics(points, m, k)
         stage_sums(self.set_st, self.sm_pos + k * self.n, self.sm_sums + k * self.T,
-                   self._kernel_threads())
+                   self.work.st_local, self._kernel_threads())
         self._fill_norm(k)
         return self._set_log_score(k)
 
