@@ -20,7 +20,7 @@ cdef struct Statistics:
     double* pair_count      # (n_pairs,)
     # growable work buffers and capacities
     int64_t* keys
-    double* dense
+    int32_t* dense          # the dense path's tables of counts
     intp_t cap_items, cap_counts, cap_rows, cap_pairs, cap_keys, cap_dense
 
 

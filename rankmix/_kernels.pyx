@@ -347,7 +347,7 @@ cdef enum:
     RADIX_BITS = 11                   # a pass's counts (2**11 of them) stay in L1
     RADIX_BUCKETS = 1 << RADIX_BITS
     RADIX_MIN_KEYS = 1024             # fewer keys: qsort, not 2**11 counts a pass
-    DENSE_GROUP_CELLS = 1 << 19       # a dense group's table: 4 MiB, in cache
+    DENSE_GROUP_CELLS = 1 << 19       # a dense group's table: 2 MiB of int32, in cache
 
 
 # The statistics kernels take the threads they are given from these sizes on
@@ -495,7 +495,7 @@ cdef intp_t _dense_groups(
 cdef intp_t _dense_group_count(
     Statistics* st, const intp_t* X, intp_t t_max, const intp_t* members,
     intp_t n_members, const intp_t* local, intp_t first_stage, intp_t stop,
-    double* table,                # OUT (stop - first_stage, D, D)
+    int32_t* table,               # OUT (stop - first_stage, D, D)
 ) noexcept nogil:
     """Count the precedences of stages [first_stage, stop) in ``table``, and
     the stage counts of those stages in ``st.counts`` (rows of other groups'
@@ -505,7 +505,7 @@ cdef intp_t _dense_group_count(
     cdef intp_t width = st.n_ranked
     cdef intp_t n_cells = (stop - first_stage) * width * width
     cdef const intp_t* row
-    memset(table, 0, n_cells * sizeof(double))
+    memset(table, 0, n_cells * sizeof(int32_t))
     for i in range(n_members):
         t = min(<intp_t> st.keys[i], stop)
         row = X + members[i] * t_max
@@ -513,27 +513,26 @@ cdef intp_t _dense_group_count(
             d = local[row[j]]
             st.counts[d * t_max + j] += 1.0
             for k in range(j):
-                table[((j - first_stage) * width + d) * width + local[row[k]]] += 1.0
+                table[((j - first_stage) * width + d) * width + local[row[k]]] += 1
     for k in range(n_cells):
-        if table[k] != 0.0:
-            count += 1
+        count += table[k] != 0
     return count
 
 
 cdef void _dense_group_write(
-    Statistics* st, intp_t first_stage, intp_t stop, const double* table,
+    Statistics* st, intp_t first_stage, intp_t stop, const int32_t* table,
     intp_t at,                    # the group's first pair
 ) noexcept nogil:
     """The pairs of a group's table, in (stage, second, first) order, from pair
     ``at`` on (their room reserved), and its rows' starts."""
     cdef intp_t row, first, width = st.n_ranked
     cdef intp_t n_rows = (stop - first_stage) * width
-    cdef const double* cells
+    cdef const int32_t* cells
     for row in range(n_rows):
         st.row_start[first_stage * width + row] = at
         cells = table + row * width
         for first in range(width):
-            if cells[first] != 0.0:
+            if cells[first] != 0:
                 st.pair_first[at] = <int32_t> first
                 st.pair_count[at] = cells[first]
                 at += 1
@@ -552,7 +551,7 @@ cdef int statistics_build(
     """Fill ``st`` with the compact sufficient statistics of ``X[members]``.
 
     Precedences are counted in dense (stage, second, first) tables, a group of
-    stages at a time (at most DENSE_GROUP_CELLS doubles, or one stage's D^2),
+    stages at a time (at most DENSE_GROUP_CELLS int32 counts, or one stage's D^2),
     when the cluster ranks few distinct items (D^2 t small next to the number
     of precedences), else by sorting their integer keys; both list the pairs
     in the same (stage, second, first) order. Buffers grow as needed and are
@@ -561,7 +560,7 @@ cdef int statistics_build(
     sort path holds 16 bytes per precedence (its key and the radix sort's
     scratch). The dense path runs its groups on up to ``n_threads`` OpenMP
     threads (from ``parallel_min_precedences`` precedences on), one group's
-    table a thread (4 MiB, or one stage's D^2 doubles past 724 items); the
+    table a thread (2 MiB, or one stage's D^2 counts past 724 items); the
     statistics are the same, to the bit, on any number.
     """
     cdef intp_t i, j, k, t, d, item, n_ranked = 0, n_keys = 0, n_pairs = 0
@@ -602,9 +601,10 @@ cdef int statistics_build(
     width = n_ranked
     n_cells = n_ranked * n_ranked * t_max
 
-    if n_cells <= 4 * n_keys + 1024:
+    # (a table's counts are int32: no set of 2^31 rankings or more takes it)
+    if n_cells <= 4 * n_keys + 1024 and n_members <= INT32_MAX:
         # The stages in groups, each group's (stage, second, first) table of at
-        # most DENSE_GROUP_CELLS doubles (or one stage's D^2), filled in one
+        # most DENSE_GROUP_CELLS counts (or one stage's D^2), filled in one
         # pass over the members and read in the pairs' order. One group holds
         # every stage of a few items, as one table did before; a table of many
         # items' stages did not stay in cache (one of D^2 t doubles, 216 MB for
@@ -633,7 +633,7 @@ cdef int statistics_build(
                                      n_threads, starts, starts + t_max + 1)
             n_threads = <int> max(1, min(n_threads, n_groups))
             _reserve(<void**> &st.dense, &st.cap_dense,
-                     n_threads * group * n_ranked * n_ranked, sizeof(double))
+                     n_threads * group * n_ranked * n_ranked, sizeof(int32_t))
             g = 0
             while g < n_groups:
                 wave = min(n_threads, n_groups - g)
@@ -710,7 +710,7 @@ cdef double statistics_bytes_bound(
     cdef double cells = <double> n_items * n_items * t_max
     return (<double> PAIR_BYTES * min(n_keys, cells)
             + 16.0 * min(n_keys, cells / 4.0 + 256.0)
-            + 8.0 * max(min(cells, <double> DENSE_GROUP_CELLS),
+            + 4.0 * max(min(cells, <double> DENSE_GROUP_CELLS),
                         <double> n_items * n_items)
             + 8.0 * n_members + 16.0 * n_items * t_max + 8.0 * n_items + 8.0)
 

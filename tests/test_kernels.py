@@ -167,7 +167,7 @@ STATISTICS_CASES = [
     (400, 8, 6, "dense"),
     (300, 30, 30, "dense"),
     (500, 12, 12, "dense"),
-    # tables of 13 stages each (DENSE_GROUP_CELLS, 2^19 doubles)
+    # tables of 13 stages each (DENSE_GROUP_CELLS, 2^19 counts)
     (2500, 200, 30, "dense"),
     # no precedence: the table is all the build needs
     (500, 32, 1, "dense"),
@@ -225,7 +225,7 @@ def test_statistics_bytes_bound_covers_what_a_build_needs(
     D = len(stats.items)
     needed = (12 * len(stats.pair_first) + 8 * D * (t_max + 1)
               + 8 * len(stats.row_start)
-              + (8 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
+              + (4 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
     bound = _kernels._statistics_bytes_bound(X, members, n_items)
     assert needed <= bound
     if path == "dense":
