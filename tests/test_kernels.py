@@ -61,6 +61,26 @@ def test_codes_match_reference(n_items, t_max):
         assert_array_equal(out[k], ref.codes_array(X, sigma))
 
 
+@pytest.mark.parametrize(
+    "n_items, t_max",
+    # either side of the Fenwick tree's least length (TREE_MIN_ITEMS, 64), and
+    # of its most positions (TREE_MAX_POSITIONS, 4096), past which the t^2
+    # comparisons count them again
+    [(63, 63), (64, 64), (70, 64), (300, 300), (4096, 80), (4097, 80), (5000, 200)],
+)
+def test_long_rankings_codes_match_reference(n_items, t_max):
+    rng = np.random.RandomState(n_items)
+    X = random_rankings(rng, 12, n_items, t_max, min_length=t_max - 8)
+    sigmas = np.array([rng.permutation(n_items) for _ in range(3)], dtype=np.intp)
+    # a centre that puts the rankings' items last: their positions at the top
+    unranked = np.setdiff1d(np.arange(n_items), X[X >= 0])
+    ranked = np.setdiff1d(np.arange(n_items), unranked)
+    sigmas[0] = np.concatenate([unranked, rng.permutation(ranked)])
+    out = _kernels.codes(X, sigmas)
+    for k, sigma in enumerate(sigmas):
+        assert_array_equal(out[k], ref.codes_array(X, sigma))
+
+
 @pytest.mark.parametrize("n_items, t_max", SMALL_CASES)
 def test_log_likelihood_and_kendall_match_reference(n_items, t_max):
     # GM log-likelihood and Kendall distance of every (ranking, centre) pair
