@@ -845,6 +845,12 @@ def merge_statistics(parts, n_stages):
         their first item, and the counts summed (integers, so in any order,
         exactly).
 
+    Raises
+    ------
+    ValueError
+        If a part is malformed (``statistics_view``'s checks: they may come
+        from another process).
+
     Notes
     -----
     Each part's items map to the union's in increasing order, so each part's
@@ -864,15 +870,7 @@ def merge_statistics(parts, n_stages):
         if p.counts.shape != (len(p.items), n_stages):
             raise ValueError(
                 f"statistics of {p.counts.shape[1]} stages merged as {n_stages}")
-    items = np.unique(np.concatenate([p.items for p in parts])).astype(np.intp)
-    counts = np.zeros((len(items), n_stages))
-    where = []
-    for p in parts:
-        local = np.searchsorted(items, p.items).astype(np.intp)
-        counts[local] += p.counts
-        where.append(local)
-    return RankingStatistics(
-        items, counts, *_merged_rows(parts, where, len(items), n_stages))
+    return _merged(parts, n_stages)
 
 
 cdef void _sift_down(int64_t* keys, intp_t* part, intp_t size, intp_t at) noexcept nogil:
@@ -917,64 +915,52 @@ cdef bint _well_formed(rows, first, count, intp_t n_items, intp_t n_stages) exce
     )
 
 
-cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
-    """``merge_statistics``'s rows and pairs: each of the union's rows the
-    merge of the parts' rows that map to it (``where[k]``: part k's local
-    index -> the union's), equal first items' counts summed. Returns
-    (row_start, pair_first, pair_count) arrays."""
+cdef object _merged(list parts, intp_t n_stages):
+    """``merge_statistics`` of checked parts: the union's items and stage
+    counts, and each of its rows the merge of the parts' rows that map to it
+    (``where[k]``: part k's local index -> the union's), equal first items'
+    counts summed."""
     cdef intp_t k, j, u, r, p, size, n_parts = len(parts), total = 0, n_out = 0
+    cdef intp_t width
     cdef int64_t key, last
-    starts = [np.ascontiguousarray(q.row_start, dtype=np.intp) for q in parts]
-    firsts = [np.ascontiguousarray(q.pair_first, dtype=np.int32) for q in parts]
-    weights = [np.ascontiguousarray(q.pair_count, dtype=np.float64) for q in parts]
-    for k in range(n_parts):
-        total += firsts[k].shape[0]
-        # every row must lie within the part's pairs, and every first item be
-        # one of its items: no read may fall outside a part, nor a write
-        # outside the union
-        if not _well_formed(starts[k], firsts[k], weights[k], where[k].shape[0],
-                            n_stages):
-            raise ValueError("statistics whose pairs name items they do not hold, "
-                             "or whose rows do not match their stages and pairs")
-    out_start = np.empty(n_stages * width + 1, dtype=np.intp)
-    out_first = np.empty(total, dtype=np.int32)
-    out_count = np.empty(total, dtype=np.float64)
-    cdef intp_t[::1] o_start = out_start
-    cdef int32_t[::1] o_first = out_first
-    cdef double[::1] o_count = out_count
     cdef intp_t n_ptr = max(n_parts, 1)
-    cdef const intp_t** start = <const intp_t**> malloc(n_ptr * sizeof(void*))
-    cdef const int32_t** first = <const int32_t**> malloc(n_ptr * sizeof(void*))
+    # each part checked and read in place (``statistics_view``): no read may
+    # fall outside a part, nor a write outside the union
+    cdef Statistics* view = <Statistics*> malloc(n_ptr * sizeof(Statistics))
     cdef const intp_t** local = <const intp_t**> malloc(n_ptr * sizeof(void*))
-    cdef const double** weight = <const double**> malloc(n_ptr * sizeof(void*))
-    cdef intp_t* n_items = <intp_t*> malloc(n_ptr * sizeof(intp_t))
     cdef intp_t* item = <intp_t*> malloc(n_ptr * sizeof(intp_t))     # next item
     cdef intp_t* at = <intp_t*> malloc(n_ptr * sizeof(intp_t))       # next pair
     cdef intp_t* end = <intp_t*> malloc(n_ptr * sizeof(intp_t))      # row's end
     cdef intp_t* heap_part = <intp_t*> malloc(n_ptr * sizeof(intp_t))
     cdef int64_t* heap_key = <int64_t*> malloc(n_ptr * sizeof(int64_t))
-    cdef const intp_t[::1] view
-    cdef const int32_t[::1] first_view
-    cdef const double[::1] weight_view
+    cdef const intp_t[::1] where_view
+    cdef intp_t[::1] o_start
+    cdef int32_t[::1] o_first
+    cdef double[::1] o_count
     try:
-        if (start == NULL or first == NULL or local == NULL or weight == NULL
-                or n_items == NULL or item == NULL or at == NULL or end == NULL
-                or heap_part == NULL or heap_key == NULL):
+        if (view == NULL or local == NULL or item == NULL or at == NULL
+                or end == NULL or heap_part == NULL or heap_key == NULL):
             raise MemoryError("could not allocate the merge's heap")
         for k in range(n_parts):
-            view = starts[k]
-            start[k] = &view[0]
-            n_items[k] = where[k].shape[0]
-            first[k] = local[k] = NULL
-            weight[k] = NULL
-            if n_items[k]:
-                view = where[k]
-                local[k] = &view[0]
-            if firsts[k].shape[0]:
-                first_view = firsts[k]
-                first[k] = &first_view[0]
-                weight_view = weights[k]
-                weight[k] = &weight_view[0]
+            statistics_view(&view[k], parts[k], n_stages, -1)
+            total += view[k].n_pairs
+        items = np.unique(np.concatenate([q.items for q in parts])).astype(np.intp)
+        width = items.shape[0]
+        counts = np.zeros((width, n_stages))
+        where = []
+        for k in range(n_parts):
+            where.append(np.searchsorted(items, parts[k].items).astype(np.intp))
+            counts[where[k]] += parts[k].counts
+            local[k] = NULL
+            if view[k].n_ranked:
+                where_view = where[k]
+                local[k] = &where_view[0]
+        out_start = np.empty(n_stages * width + 1, dtype=np.intp)
+        out_first = np.empty(total, dtype=np.int32)
+        out_count = np.empty(total, dtype=np.float64)
+        o_start = out_start
+        o_first = out_first
+        o_count = out_count
         with nogil:
             for j in range(n_stages):
                 for k in range(n_parts):
@@ -984,14 +970,14 @@ cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
                     size = 0
                     for k in range(n_parts):
                         # the parts' items map to the union's in increasing order
-                        if item[k] < n_items[k] and local[k][item[k]] == u:
-                            r = j * n_items[k] + item[k]
+                        if item[k] < view[k].n_ranked and local[k][item[k]] == u:
+                            r = j * view[k].n_ranked + item[k]
                             item[k] += 1
-                            at[k] = start[k][r]
-                            end[k] = start[k][r + 1]
+                            at[k] = view[k].row_start[r]
+                            end[k] = view[k].row_start[r + 1]
                             if at[k] < end[k]:
                                 heap_part[size] = k
-                                heap_key[size] = local[k][first[k][at[k]]]
+                                heap_key[size] = local[k][view[k].pair_first[at[k]]]
                                 size += 1
                     for p in range(size - 1, -1, -1):
                         _sift_down(heap_key, heap_part, size, p)
@@ -1004,10 +990,10 @@ cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
                             o_count[n_out] = 0.0
                             n_out += 1
                             last = key
-                        o_count[n_out - 1] += weight[k][at[k]]
+                        o_count[n_out - 1] += view[k].pair_count[at[k]]
                         at[k] += 1
                         if at[k] < end[k]:
-                            heap_key[0] = local[k][first[k][at[k]]]
+                            heap_key[0] = local[k][view[k].pair_first[at[k]]]
                         else:   # the row is spent: its place goes to the heap's last
                             size -= 1
                             heap_key[0] = heap_key[size]
@@ -1015,11 +1001,8 @@ cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
                         _sift_down(heap_key, heap_part, size, 0)
             o_start[n_stages * width] = n_out
     finally:
-        free(start)
-        free(first)
+        free(view)
         free(local)
-        free(weight)
-        free(n_items)
         free(item)
         free(at)
         free(end)
@@ -1031,7 +1014,7 @@ cdef object _merged_rows(list parts, list where, intp_t width, intp_t n_stages):
     o_count = None
     for out in (out_first, out_count):
         out.resize(n_out, refcheck=False)
-    return out_start, out_first, out_count
+    return RankingStatistics(items, counts, out_start, out_first, out_count)
 
 
 cdef int statistics_view(
@@ -1039,18 +1022,30 @@ cdef int statistics_view(
 ) except -1:
     """Point ``st``'s arrays at those of ``statistics`` (a ``RankingStatistics``
     of ``n_stages`` stages, kept alive by the caller), for the kernels to read.
-    Checked first (``_well_formed``, and items below ``n_items`` unless it is
-    negative), so that no kernel reads past them: ValueError if not."""
-    cdef const intp_t[::1] items = statistics.items
-    cdef const double[:, ::1] counts = statistics.counts
-    cdef const intp_t[::1] row_start = statistics.row_start
-    cdef const int32_t[::1] first = statistics.pair_first
-    cdef const double[::1] pair_count = statistics.pair_count
+    Checked first, so that no kernel reads or writes past them or past the
+    caller's buffers of ``n_items`` (unless it is negative): the arrays'
+    dtypes and shapes, the items strictly increasing (so there are at most
+    ``n_items`` of them) and below ``n_items``, the rows and pairs holding
+    together (``_well_formed``). ValueError if not."""
+    cdef const intp_t[::1] items
+    cdef const double[:, ::1] counts
+    cdef const intp_t[::1] row_start
+    cdef const int32_t[::1] first
+    cdef const double[::1] pair_count
+    try:
+        items = statistics.items
+        counts = statistics.counts
+        row_start = statistics.row_start
+        first = statistics.pair_first
+        pair_count = statistics.pair_count
+    except (AttributeError, TypeError, ValueError) as error:
+        raise ValueError(f"malformed ranking statistics: {error}") from None
     cdef intp_t D = items.shape[0]
+    ids = np.asarray(items)
     if not (counts.shape[0] == D and counts.shape[1] == n_stages
             and _well_formed(row_start, first, pair_count, D, n_stages)
-            and (D == 0 or n_items < 0 or (np.min(np.asarray(items)) >= 0
-                                           and np.max(np.asarray(items)) < n_items))):
+            and (D == 0 or (ids[0] >= 0 and np.all(ids[1:] > ids[:D - 1])
+                            and (n_items < 0 or ids[D - 1] < n_items)))):
         raise ValueError("malformed ranking statistics")
     statistics_init(st)
     st.n_ranked = D
@@ -1395,6 +1390,7 @@ def code_sums(stats, const intp_t[::1] sigma, int n_threads=1):
     cdef Statistics st
     cdef intp_t n_stages = stats.counts.shape[1]
     statistics_view(&st, stats, n_stages, sigma.shape[0])
+    inverted_centres(np.asarray(sigma)[None], "sigma")   # a permutation
     cdef intp_t[::1] position = np.empty(sigma.shape[0], dtype=np.intp)
     cdef intp_t[::1] at = np.empty(max(st.n_ranked, 1), dtype=np.intp)
     cdef double[::1] out = np.zeros(n_stages, dtype=np.float64)

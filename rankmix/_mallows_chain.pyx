@@ -188,6 +188,16 @@ def set_key(members):
     return np.sort(members).tobytes()
 
 
+cdef int sent_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
+    """``statistics_view`` of the statistics of a set of rankings that another
+    process sent (T stages, n items), which rank one item at least."""
+    statistics_view(st, statistics, T, n)
+    if st.n_ranked == 0:
+        raise ValueError("malformed ranking statistics: a set of rankings ranking "
+                         "no item")
+    return 0
+
+
 cdef class MallowsChain:
     """State and sweeps of one chain (see the module docstring).
 
@@ -348,6 +358,8 @@ cdef class MallowsChain:
     cdef bint union_built      # work.st holds the statistics of that union
     cdef object label_statistics  # (slots, statistics) the last label step sent
     cdef double total_precedences  # sum_i t_i (t_i - 1) / 2 over the rankings
+    cdef double total_ranked   # sum_i t_i
+    cdef intp_t n_chunks       # the chunks holding the rankings (remote)
     cdef intp_t* cache_slot    # (N,) a row's slot in cache_rows, -1 if none
     cdef intp_t* cache_rows    # (cache_capacity, T)
     cdef intp_t* cache_list    # (cache_capacity,)
@@ -427,8 +439,11 @@ cdef class MallowsChain:
                     (np.asarray(self.lengths) >= 1) & (np.asarray(self.lengths) <= self.T)):
                 raise ValueError("the rankings held elsewhere have malformed lengths")
             self.total_precedences = 0.0
+            self.total_ranked = 0.0
             for i in range(self.N):
                 self.total_precedences += self.lengths[i] * (self.lengths[i] - 1) // 2
+                self.total_ranked += self.lengths[i]
+            self.n_chunks = len(remote.offsets)
             self.cache_slot = <intp_t*> grow_array(NULL, self.N * sizeof(intp_t))
             for i in range(self.N):
                 self.cache_slot[i] = -1
@@ -1092,14 +1107,28 @@ cdef class MallowsChain:
         chunks' parts of them that the client merges, hold at most
         ``parallel_statistics_bytes`` whatever the clustering (PAIR_BYTES a
         pair, at most one pair a precedence in the parts and in the merge, and
-        each cluster's items, stage counts and rows' starts). Then the label step sends them with
-        the labels; else the parameter step fetches them in batches
+        the items, stage counts and rows' starts of each cluster and of each
+        part, ``_items_bytes``). Then the label step sends them with the
+        labels; else the parameter step fetches them in batches
         (``_statistics_batch_end``), so that the client holds about as much as
         a chain in process (full rankings of hundreds of items: gigabytes a
         cluster)."""
         return (2.0 * PAIR_BYTES * self.total_precedences
-                + 16.0 * K * self.n * (self.T + 1)
+                + self._items_bytes(self.N, self.total_ranked, K)
                 <= <double> self.parallel_statistics_bytes)
+
+    cdef inline double _items_bytes(self, double n_rankings, double ranked,
+                                    intp_t n_sets) noexcept nogil:
+        """Rankings held elsewhere: about the most bytes of the per-item arrays
+        (items, stage counts, rows' starts: 8 (2 T + 1) an item) of the
+        statistics of ``n_sets`` sets of ``n_rankings`` rankings that rank
+        ``ranked`` items in all, merged and in the chunks' parts: an item a
+        ranked place at most, and n a set in the merge and a set and chunk in
+        the parts."""
+        cdef double per_item = 8.0 * (2 * self.T + 1)
+        return per_item * (<double> n_sets * self.n
+                           + min(ranked, <double> n_sets * self.n
+                                 * min(n_rankings, <double> self.n_chunks)))
 
     cdef intp_t _statistics_batch_end(self, intp_t start, intp_t K,
                                       const double* cost) noexcept nogil:
@@ -1184,19 +1213,24 @@ cdef class MallowsChain:
         precedence), bounded from its rankings' precedences."""
         cdef intp_t a, c, i, t, start = 0, stop
         cdef double* cost = <double*> grow_array(
-            NULL, (self.slots.capacity + K) * sizeof(double))
+            NULL, (2 * self.slots.capacity + K) * sizeof(double))
         cdef double* precedences = cost + K   # by slot
+        cdef double* ranked = precedences + self.slots.capacity   # by slot
         try:
             for c in range(self.slots.capacity):
                 precedences[c] = 0.0
+                ranked[c] = 0.0
             for i in range(self.N):
                 if self.labels[i] >= 0:   # (the sequential start seats some)
                     t = self.lengths[i]
                     precedences[self.labels[i]] += t * (t - 1) // 2
+                    ranked[self.labels[i]] += t
             for a in range(K):
                 c = self.slots.active[a]
-                cost[a] = PAIR_BYTES * precedences[c] + statistics_bytes_bound(
-                    precedences[c], self.size[c], self.n, self.T)
+                cost[a] = (PAIR_BYTES * precedences[c]
+                           + self._items_bytes(self.size[c], ranked[c], 1)
+                           + statistics_bytes_bound(precedences[c], self.size[c],
+                                                    self.n, self.T))
             while start < K:
                 stop = self._statistics_batch_end(start, K, cost)
                 self._update_batch(start, stop, n_threads)
@@ -1221,7 +1255,7 @@ cdef class MallowsChain:
                     given = <Statistics*> grow_array(
                         NULL, max(stop - start, 1) * sizeof(Statistics))
                     for a in range(start, stop):
-                        statistics_view(&given[a - start], kept[a - start], self.T, self.n)
+                        sent_view(&given[a - start], kept[a - start], self.T, self.n)
             n_threads = <int> min(n_threads, stop - start)
             if given == NULL:   # (statistics from elsewhere are read in place)
                 n_threads = self._parameter_threads(start, stop, n_threads)
@@ -1576,7 +1610,7 @@ cdef class MallowsChain:
                 if merged is None:
                     self.set_view_object = None
                     merged = self.remote.statistics([members])[0]
-                statistics_view(&self.set_view, merged, self.T, self.n)
+                sent_view(&self.set_view, merged, self.T, self.n)
                 self.set_view_object = merged
             self.set_st = &self.set_view
         D = self.set_st.n_ranked
@@ -1612,7 +1646,7 @@ cdef class MallowsChain:
         where those would take more than ``parallel_statistics_bytes``, of one
         set at a time."""
         cdef intp_t r, t, N = self.N
-        cdef double precedences = 0.0
+        cdef double precedences = 0.0, ranked = 0.0
         if self._reads_here():
             return 0
         # Past the budget, each set is asked for when it is read instead
@@ -1622,7 +1656,9 @@ cdef class MallowsChain:
         for r in range(-2, m):
             t = self.lengths[i if r == -2 else j if r == -1 else self.sm_points[r]]
             precedences += t * (t - 1) // 2
-        if 3.0 * PAIR_BYTES * precedences > <double> self.parallel_statistics_bytes:
+            ranked += t
+        if (3.0 * PAIR_BYTES * precedences + self._items_bytes(m + 2, ranked, 3)
+                > <double> self.parallel_statistics_bytes):
             return 0
         with gil:
             points = (np.array(<intp_t[:m]> self.sm_points) if m

@@ -68,18 +68,32 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     assert_same_statistics(one, merge_statistics([one], X.shape[1]))
     with pytest.raises(ValueError, match="5 stages merged as 4"):
         merge_statistics([one], 4)
-    # pairs that name an item their statistics do not hold
-    for first in (one.pair_first + len(one.items), one.pair_first - len(one.items)):
-        bad = one._replace(pair_first=first)
-        with pytest.raises(ValueError, match="pairs name items they do not hold"):
-            merge_statistics([whole, bad], X.shape[1])
-    # or rows past their pairs, going back, or not a row per stage and item
+    # statistics from another process are checked before they are read:
+    # pairs that name an item their statistics do not hold, rows past their
+    # pairs, going back, or not a row per stage and item, items repeated or out
+    # of order (more items than the union's room, or parts mapped wrongly), or
+    # arrays of another dtype (an int64 first item past 2^32 must not wrap)
     rows = one.row_start
-    for row_start in (rows + 1, rows[::-1], rows[:-1], np.append(rows, rows[-1]),
-                      np.where(np.arange(len(rows)) == 5, rows[-1] + 1, rows)):
-        bad = one._replace(row_start=row_start)
-        with pytest.raises(ValueError, match="rows do not match their stages"):
-            merge_statistics([bad], X.shape[1])
+    items = whole.items
+    malformed = [
+        dict(pair_first=one.pair_first + len(one.items)),
+        dict(pair_first=one.pair_first - len(one.items)),
+        dict(row_start=rows + 1),
+        dict(row_start=rows[::-1]),
+        dict(row_start=rows[:-1]),
+        dict(row_start=np.append(rows, rows[-1])),
+        dict(row_start=np.where(np.arange(len(rows)) == 5, rows[-1] + 1, rows)),
+        dict(pair_first=one.pair_first.astype(np.int64) + 2**32),
+        dict(row_start=rows.astype(np.float64)),
+        dict(pair_count=one.pair_count.astype(np.int64)),
+        dict(items=-one.items - 1),
+    ]
+    for change in malformed:
+        with pytest.raises(ValueError, match="malformed ranking statistics"):
+            merge_statistics([whole, one._replace(**change)], X.shape[1])
+    for bad_items in (np.repeat(items[:1], len(items)), items[::-1].copy()):
+        with pytest.raises(ValueError, match="malformed ranking statistics"):
+            merge_statistics([one, whole._replace(items=bad_items)], X.shape[1])
 
 
 def make_chain(X, remote, seed, sequential_init):
@@ -221,6 +235,40 @@ def test_chain_refuses_rankings_elsewhere_of_another_shape():
                 np.ones(width), np.zeros(width), False, True, 1, 1, 1,
                 np.random.PCG64(0), n_split_merge=1, subcluster=True, remote=rows,
             )  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", ["no item", "an item repeated", "items past n"])
+def test_chain_refuses_malformed_statistics_from_elsewhere(fault, monkeypatch):
+    # the clusters' statistics a worker sends are checked before the kernels
+    # read them: a set of rankings ranks one item at least, its items are
+    # distinct and below n (the chain's buffers hold n), so a worker that
+    # sends more is refused, not read or written past the buffers
+    X = two_groups()
+    rows = DaskRankings(da.from_array(X, chunks=(70, 5)), SerialClient(), 8)
+    sent = rows.cluster_statistics
+
+    def malformed(labels, slots):
+        good = sent(labels, slots)
+        one = good[0]
+        if fault == "no item":
+            bad = one._replace(items=one.items[:0], counts=one.counts[:0],
+                               row_start=one.row_start[:1],
+                               pair_first=one.pair_first[:0],
+                               pair_count=one.pair_count[:0])
+        elif fault == "an item repeated":   # 16 items for a chain of 8
+            twice = np.repeat(np.arange(8), 2)
+            T = one.counts.shape[1]
+            bad = one._replace(items=twice, counts=np.ones((16, T)),
+                               row_start=np.zeros(16 * T + 1, dtype=np.intp),
+                               pair_first=one.pair_first[:0],
+                               pair_count=one.pair_count[:0])
+        else:
+            bad = one._replace(items=one.items + 8)
+        return [bad] + list(good[1:])
+
+    monkeypatch.setattr(rows, "cluster_statistics", malformed)
+    with pytest.raises(ValueError, match="malformed ranking statistics"):
+        make_chain(X, rows, 0, False).sweep(2)   # (the start reads them)
 
 
 def test_rankings_of_a_dask_array_are_validated_where_they_are():

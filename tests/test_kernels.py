@@ -305,14 +305,23 @@ def test_statistics_kernels_refuse_statistics_that_do_not_hold_together():
         "a row missing": dict(row_start=rows[:-1]),
         "counts missing": dict(pair_count=stats.pair_count[:-1]),
         "an item past sigma's": dict(items=stats.items + 30),
+        # more items than the kernels' buffers hold, or out of order
+        "an item repeated": dict(items=np.sort(np.append(stats.items[1:],
+                                                         stats.items[1]))),
+        "items out of order": dict(items=stats.items[::-1].copy()),
+        "first items as intp": dict(pair_first=stats.pair_first.astype(np.intp)),
+        "no rows": dict(row_start=None),
     }
     for fault, change in malformed.items():
         bad = stats._replace(**change)
         with pytest.raises(ValueError, match="malformed ranking statistics"):
             _kernels.code_sums(bad, sigma)
-        if "items" not in change:
+        if fault != "an item past sigma's":   # (no sigma to be past)
             with pytest.raises(ValueError, match="malformed ranking statistics"):
                 _kernels.theta_weighted_statistics(bad, theta)
+    # nor is a sigma that is not a permutation read
+    with pytest.raises(ValueError, match="not a permutation"):
+        _kernels.code_sums(stats, np.full(30, 2**40, dtype=np.intp))
     # and the well formed ones are read
     _kernels.code_sums(stats, sigma)
     _kernels.theta_weighted_statistics(stats, theta)
