@@ -1118,14 +1118,19 @@ cdef double _stage_sum(intp_t j, const Statistics* st, const intp_t* at) noexcep
     cdef intp_t a, p, later, D = st.n_ranked
     cdef const intp_t* row = st.row_start + j * D
     cdef double total = 0.0
+    cdef int64_t before
     for a in range(D):
         total += st.counts[a * st.n_stages + j] * at[a]
     for a in range(D):
         later = at[a]
+        # A row's terms are summed as integers, and not branched on (which
+        # way each goes is unpredictable). The counts are integers, so the
+        # total is the same to the bit as subtracting them one by one in
+        # doubles, whose chain of dependent additions took twice the time.
+        before = 0
         for p in range(row[a], row[a + 1]):
-            # summed, not branched on (which way it goes is unpredictable);
-            # subtracting 0.0 changes no bit of the total
-            total -= st.pair_count[p] * (at[st.pair_first[p]] < later)
+            before += <int64_t> st.pair_count[p] * (at[st.pair_first[p]] < later)
+        total -= <double> before
     return total
 
 
