@@ -17,7 +17,7 @@ cdef struct Statistics:
     intp_t* row_start       # (n_stages D + 1,) row j D + d: the pairs of stage j
                             # and second item d, [row_start[j D + d], the next)
     int32_t* pair_first     # (n_pairs,) the earlier item, increasing in a row
-    double* pair_count      # (n_pairs,)
+    int32_t* pair_count     # (n_pairs,) how many rankings show the pair
     # growable work buffers and capacities
     int64_t* keys
     int32_t* dense          # the dense path's tables of counts
@@ -26,7 +26,7 @@ cdef struct Statistics:
 
 cdef enum:
     # what a pair of the statistics holds: its first item and its count
-    PAIR_BYTES = 12   # sizeof(int32_t) + sizeof(double)
+    PAIR_BYTES = 8   # 2 sizeof(int32_t)
 
 
 cdef void statistics_init(Statistics* st) noexcept nogil

@@ -86,6 +86,7 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
         dict(pair_first=one.pair_first.astype(np.int64) + 2**32),
         dict(row_start=rows.astype(np.float64)),
         dict(pair_count=one.pair_count.astype(np.int64)),
+        dict(pair_count=one.pair_count.astype(np.float64)),
         dict(items=-one.items - 1),
     ]
     for change in malformed:
@@ -94,6 +95,11 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
     for bad_items in (np.repeat(items[:1], len(items)), items[::-1].copy()):
         with pytest.raises(ValueError, match="malformed ranking statistics"):
             merge_statistics([one, whole._replace(items=bad_items)], X.shape[1])
+    # the counts are int32: a merge past 2^31 - 1 rankings is refused, not wrapped
+    most = one._replace(pair_count=np.full_like(one.pair_count, 2**31 - 1))
+    assert len(one.pair_count) and merge_statistics([most], X.shape[1]) is not None
+    with pytest.raises(ValueError, match="more than 2147483647 rankings"):
+        merge_statistics([most, one], X.shape[1])
 
 
 def make_chain(X, remote, seed, sequential_init):

@@ -217,7 +217,7 @@ def test_ranking_statistics_list_every_precedence_once_in_order(
                                 axis=0, return_counts=True)
     # stored by rows, a row per (stage, second item)
     D = len(stats.items)
-    assert stats.pair_first.dtype == np.int32
+    assert stats.pair_first.dtype == stats.pair_count.dtype == np.int32
     rows = np.repeat(np.arange(t_max * D), np.diff(stats.row_start))
     assert_array_equal(rows // D, expected[:, 0])
     assert_array_equal(rows % D, expected[:, 1])
@@ -243,7 +243,7 @@ def test_statistics_bytes_bound_covers_what_a_build_needs(
     X, members, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
     assert taken == path
     D = len(stats.items)
-    needed = (12 * len(stats.pair_first) + 8 * D * (t_max + 1)
+    needed = (8 * len(stats.pair_first) + 8 * D * (t_max + 1)
               + 8 * len(stats.row_start)
               + (4 * D**2 + 8 * n_rankings if path == "dense" else 16 * n_keys))
     bound = _kernels._statistics_bytes_bound(X, members, n_items)
