@@ -123,7 +123,7 @@ class MallowsKernelDensity(DensityMixin, BaseEstimator):
     rankings, so :math:`p(\\pi)` is the sum of :math:`p` over the top-(t+1)
     rankings that extend :math:`\\pi`.
 
-    **Cost.** A query-training pair costs :math:`O(t_i + t^2)` integer work
+    **Cost.** A query-training pair costs at most :math:`O(t_i + t^2)` integer work
     (independent of :math:`n`): ``score_samples`` on :math:`M` queries takes
     :math:`O(M N (t_{max} + t^2))` time, linear in the training size :math:`N`,
     and :math:`O(n)` memory besides the inputs and the output (no :math:`M \\times

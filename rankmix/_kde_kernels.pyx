@@ -19,7 +19,7 @@ derivation). With ``c_j`` the position in ``x`` of the ``j``-th item of ``q``
     D = sum_j [c_j - #{l < j : c_l < c_j}],
 
 the same inversion count as the codes of ``q`` against a central ranking, so it
-is computed by ``codes_one`` over the positions ``c``. A pair costs
+is computed by ``codes_one`` over the positions ``c``. A pair costs at most
 O(t' + t^2) integer work, whatever ``n``.
 
 Every input reaching these functions has been validated in Python (ids in

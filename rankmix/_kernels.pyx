@@ -113,9 +113,13 @@ cdef double log_psi(intp_t m, double theta) noexcept nogil:
 
 
 cdef enum:
-    # a ranking's codes by a Fenwick tree from this many items on (fewer: the
-    # t^2 / 2 comparisons, which the compiler vectorises, take less time)
-    TREE_MIN_ITEMS = 64
+    # A ranking's codes by a Fenwick tree from this many items on, where its
+    # positions lie below TREE_SPAN times its length (else the t^2 / 2
+    # comparisons, which the compiler vectorises, take less time than the tree
+    # of the positions: top-64 rankings of 1,000 to 4,000 items took 15 to
+    # 30% longer by a tree; from 80 items and full rankings on, the tree wins)
+    TREE_MIN_ITEMS = 80
+    TREE_SPAN = 16
     TREE_MAX_POSITIONS = 4096   # the tree's room on the stack (16 KiB)
 
 
@@ -139,19 +143,23 @@ cdef void codes_one(
     sigma also places before x_j: what is left counts the items not in
     x_1..x_{j-1} that sigma puts before x_j. Those numbers are counted by
     O(t^2) comparisons (``codes_from_positions``), or from TREE_MIN_ITEMS
-    items on by a Fenwick tree over the positions (``_codes_by_tree``,
-    O(t log n)); the codes are the same integers either way.
+    items on, the positions below TREE_SPAN t, by a Fenwick tree over the
+    positions (``_codes_by_tree``, O(t log t)); the codes are the same
+    integers either way.
     """
     cdef intp_t j, top = 0
-    for j in range(t):   # the positions, loaded once
+    if t < TREE_MIN_ITEMS:
+        for j in range(t):   # the positions, loaded once
+            out[j] = position[x[j]]
+        codes_from_positions(out, t)
+        return
+    for j in range(t):
         out[j] = position[x[j]]
-    if t >= TREE_MIN_ITEMS:
-        for j in range(t):
-            top = max(top, out[j])
-        if top < TREE_MAX_POSITIONS:
-            _codes_by_tree(out, t, top + 1)
-            return
-    codes_from_positions(out, t)
+        top = max(top, out[j])
+    if top < min(<intp_t> TREE_MAX_POSITIONS, TREE_SPAN * t):
+        _codes_by_tree(out, t, top + 1)
+    else:
+        codes_from_positions(out, t)
 
 
 cdef void _codes_by_tree(intp_t* out, intp_t t, intp_t size) noexcept nogil:
@@ -257,7 +265,7 @@ def log_likelihood(
 
     log GM(x | sigma, theta) = -sum_{j < t} [theta_j s_j + log psi_{n-1-j}(theta_j)]
     (0-based j). The normalisers are tabulated once per centre, so a pair costs
-    O(t^2) integer work and O(t) table look-ups.
+    at most O(t^2) integer work (``codes_one``) and O(t) table look-ups.
     """
     cdef intp_t n_rankings = X.shape[0], t_max = X.shape[1]
     cdef intp_t n_centres = sigmas.shape[0], n_items = sigmas.shape[1]
@@ -744,7 +752,8 @@ cdef double statistics_bytes_bound(
     precedences than a quarter of the cells) or the dense path's table of a
     group of stages and the lengths, the items, the stage counts and the rows'
     starts. (Buffers grow by doubling, so what they hold may reach twice what
-    they need.)"""
+    they need. On several threads the dense path holds a table a thread, 2 MiB
+    each more, small next to the budgets this bound serves.)"""
     cdef double cells = <double> n_items * n_items * t_max
     return (<double> PAIR_BYTES * min(n_keys, cells)
             + 16.0 * min(n_keys, cells / 4.0 + 256.0)
@@ -849,7 +858,7 @@ def merge_statistics(parts, n_stages):
     ------
     ValueError
         If a part is malformed (``statistics_view``'s checks: they may come
-        from another process).
+        from another process), or if a merged count passes 2^31 - 1 (int32).
 
     Notes
     -----
@@ -905,13 +914,15 @@ cdef bint _well_formed(rows, first, count, intp_t n_items, intp_t n_stages) exce
     O(n_pairs + n_stages n_items), in NumPy."""
     rows = np.asarray(rows)
     first = np.asarray(first)
+    count = np.asarray(count)
     n_pairs = len(first)
     n_rows = n_stages * n_items   # (the module is compiled without wraparound)
     return bool(
         rows.ndim == 1 and rows.shape[0] == n_rows + 1
         and rows[0] == 0 and rows[n_rows] == n_pairs and len(count) == n_pairs
         and np.all(rows[1:] >= rows[:n_rows])
-        and (n_pairs == 0 or (first.min() >= 0 and first.max() < n_items))
+        and (n_pairs == 0 or (first.min() >= 0 and first.max() < n_items
+                              and count.min() >= 1))
     )
 
 

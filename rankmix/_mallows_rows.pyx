@@ -170,9 +170,10 @@ cdef int threads_for(intp_t rows) noexcept nogil:
 
 cdef int threads_for_codes(intp_t rows, intp_t T) noexcept nogil:
     """OpenMP threads for a loop that computes the codes of ``rows`` rankings
-    of up to T items (O(T^2) each): ``threads_for`` counting a ranking of
-    more than 10 items as (T / 10)^2 rankings of 10, so that a few hundred
-    full rankings of hundreds of items get the threads."""
+    of up to T items (O(T^2) each at most: from 80 items ``codes_one`` may
+    take a tree, O(T log T)): ``threads_for`` counting a ranking of more than
+    10 items as (T / 10)^2 rankings of 10, so that a few hundred full
+    rankings of hundreds of items get the threads."""
     return threads_for(min(rows * max(T * T, 100) // 100, <intp_t> 1 << 40))
 
 

@@ -80,8 +80,8 @@ def codes(X, sigma):
     Notes
     -----
     ``s_j`` counts the items not among ``pi^{-1}(1..j-1)`` that ``sigma`` puts
-    before ``pi^{-1}(j)``. Each pair costs O(t^2) look-ups in the inverse of sigma,
-    whatever the number of items.
+    before ``pi^{-1}(j)``. Each pair costs at most O(t^2) integer work after t
+    look-ups in the inverse of sigma, whatever the number of items.
 
     Examples
     --------

@@ -87,6 +87,9 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
         dict(row_start=rows.astype(np.float64)),
         dict(pair_count=one.pair_count.astype(np.int64)),
         dict(pair_count=one.pair_count.astype(np.float64)),
+        # counts below one: a negative count could wrap a merged sum back
+        dict(pair_count=one.pair_count - 1),
+        dict(pair_count=-one.pair_count),
         dict(items=-one.items - 1),
     ]
     for change in malformed:

@@ -63,10 +63,12 @@ def test_codes_match_reference(n_items, t_max):
 
 @pytest.mark.parametrize(
     "n_items, t_max",
-    # either side of the Fenwick tree's least length (TREE_MIN_ITEMS, 64), and
-    # of its most positions (TREE_MAX_POSITIONS, 4096), past which the t^2
-    # comparisons count them again
-    [(63, 63), (64, 64), (70, 64), (300, 300), (4096, 80), (4097, 80), (5000, 200)],
+    # either side of the Fenwick tree's least length (TREE_MIN_ITEMS, 80), of
+    # its span (positions below TREE_SPAN t: 16 x 80 = 1,280) and of its most
+    # positions (TREE_MAX_POSITIONS, 4096), past which the t^2 comparisons
+    # count them again
+    [(79, 79), (80, 80), (1280, 80), (1281, 80), (300, 300), (4096, 300),
+     (4097, 300), (5000, 400)],
 )
 def test_long_rankings_codes_match_reference(n_items, t_max):
     rng = np.random.RandomState(n_items)
@@ -238,7 +240,7 @@ def test_statistics_bytes_bound_covers_what_a_build_needs(
     # the bound the sub-cluster parameter step sizes its threads by covers what
     # statistics_build needs on either path: the pairs, the stage counts and
     # items, and the sort's keys with their scratch or the dense path's table
-    # (one stage's D^2 doubles at least) and lengths; within a few times that
+    # (one stage's D^2 int32 counts at least) and lengths; within a few times that
     # for full rankings, whose pairs (n^2 (n - 1) at most) it is for
     X, members, stats, n_keys, taken = built_statistics(n_rankings, n_items, t_max)
     assert taken == path
@@ -304,6 +306,7 @@ def test_statistics_kernels_refuse_statistics_that_do_not_hold_together():
                                                     n_pairs, rows)),
         "a row missing": dict(row_start=rows[:-1]),
         "counts missing": dict(pair_count=stats.pair_count[:-1]),
+        "a pair that no ranking shows": dict(pair_count=stats.pair_count - 1),
         "an item past sigma's": dict(items=stats.items + 30),
         # more items than the kernels' buffers hold, or out of order
         "an item repeated": dict(items=np.sort(np.append(stats.items[1:],
