@@ -910,8 +910,9 @@ cdef bint _well_formed(rows, first, count, intp_t n_items, intp_t n_stages) exce
     """Whether a set's rows and pairs (``row_start``, ``pair_first``,
     ``pair_count``; ``n_items`` items, ``n_stages`` stages) hold together: a
     row per stage and item, their starts from 0 up to the pairs' number, never
-    decreasing, and every pair's first item one of the items.
-    O(n_pairs + n_stages n_items), in NumPy."""
+    decreasing, every pair's first item one of the items and its count at
+    least one (so a merge's sums only grow). O(n_pairs + n_stages n_items),
+    in NumPy."""
     rows = np.asarray(rows)
     first = np.asarray(first)
     count = np.asarray(count)
