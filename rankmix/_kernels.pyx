@@ -927,6 +927,53 @@ cdef bint _well_formed(rows, first, count, intp_t n_items, intp_t n_stages) exce
     )
 
 
+cdef inline intp_t _copy_row(
+    const Statistics* part, const intp_t* local, intp_t at, intp_t end,
+    int32_t* o_first, int32_t* o_count, intp_t n_out,
+) noexcept nogil:
+    """A part's pairs [at, end) of one row to the union's, from pair ``n_out``
+    on, their first items mapped by ``local``; returns the next pair."""
+    cdef intp_t p
+    for p in range(at, end):
+        o_first[n_out] = <int32_t> local[part.pair_first[p]]
+        o_count[n_out] = part.pair_count[p]
+        n_out += 1
+    return n_out
+
+
+cdef intp_t _merge_two_rows(
+    const Statistics* a, const intp_t* local_a, intp_t at_a, intp_t end_a,
+    const Statistics* b, const intp_t* local_b, intp_t at_b, intp_t end_b,
+    int32_t* o_first, int32_t* o_count, intp_t n_out, bint* overflow,
+) noexcept nogil:
+    """Two parts' pairs of one row merged by their first items (mapped by
+    ``local_a``, ``local_b``), equal ones' counts summed, from pair ``n_out``
+    on; returns the next pair. What the heap gives, without one."""
+    cdef intp_t key_a, key_b
+    cdef int64_t summed
+    while at_a < end_a and at_b < end_b:
+        key_a = local_a[a.pair_first[at_a]]
+        key_b = local_b[b.pair_first[at_b]]
+        if key_a < key_b:
+            o_first[n_out] = <int32_t> key_a
+            o_count[n_out] = a.pair_count[at_a]
+            at_a += 1
+        elif key_b < key_a:
+            o_first[n_out] = <int32_t> key_b
+            o_count[n_out] = b.pair_count[at_b]
+            at_b += 1
+        else:
+            summed = <int64_t> a.pair_count[at_a] + b.pair_count[at_b]
+            overflow[0] = overflow[0] or summed > INT32_MAX
+            o_first[n_out] = <int32_t> key_a
+            o_count[n_out] = <int32_t> summed
+            at_a += 1
+            at_b += 1
+        n_out += 1
+    n_out = _copy_row(a, local_a, at_a, end_a, o_first, o_count, n_out)
+    return _copy_row(b, local_b, at_b, end_b, o_first, o_count, n_out)
+
+
 cdef object _merged(list parts, intp_t n_stages):
     """``merge_statistics`` of checked parts: the union's items and stage
     counts, and each of its rows the merge of the parts' rows that map to it
@@ -993,6 +1040,21 @@ cdef object _merged(list parts, intp_t n_stages):
                                 heap_part[size] = k
                                 heap_key[size] = local[k][view[k].pair_first[at[k]]]
                                 size += 1
+                    # one part's row is copied, two parts' rows merged side by
+                    # side (a Dask array of two chunks: the client's merges
+                    # took a quarter of its time by the heap), more by the heap
+                    if size == 1:
+                        k = heap_part[0]
+                        n_out = _copy_row(&view[k], local[k], at[k], end[k],
+                                          &o_first[0], &o_count[0], n_out)
+                        size = 0
+                    elif size == 2:
+                        k = heap_part[0]
+                        r = heap_part[1]
+                        n_out = _merge_two_rows(
+                            &view[k], local[k], at[k], end[k], &view[r], local[r],
+                            at[r], end[r], &o_first[0], &o_count[0], n_out, &overflow)
+                        size = 0
                     for p in range(size - 1, -1, -1):
                         _sift_down(heap_key, heap_part, size, p)
                     last = -1

@@ -105,6 +105,32 @@ def test_merged_statistics_are_those_of_all_the_rankings(n_parts):
         merge_statistics([most, one], X.shape[1])
 
 
+def test_merges_of_random_parts_are_the_statistics_of_their_union():
+    # random rankings of random lengths cut into 1 to 8 parts (some empty), and
+    # merges of merges: a row comes from one part (copied), two (merged side by
+    # side) or more (by the heap), and each way gives ranking_statistics' arrays
+    rng = np.random.default_rng(3)
+    for _ in range(150):
+        n = int(rng.integers(1, 30))
+        T = int(rng.integers(1, min(n, 10) + 1))
+        N = int(rng.integers(1, 50))
+        X = np.full((N, T), -1, dtype=np.intp)
+        for i in range(N):
+            t = int(rng.integers(1, T + 1))
+            X[i, :t] = rng.permutation(n)[:t]
+        members = rng.permutation(N)
+        cuts = np.sort(rng.integers(0, N + 1, size=int(rng.integers(0, 8))))
+        parts = [ranking_statistics(X, np.sort(p), n) if len(p) else None
+                 for p in np.split(members, cuts)]
+        whole = ranking_statistics(X, np.sort(members), n)
+        assert_same_statistics(whole, merge_statistics(parts, T))
+        half = len(parts) // 2
+        if any(parts[:half]) and any(parts[half:]):
+            assert_same_statistics(whole, merge_statistics(
+                [merge_statistics(parts[:half], T), merge_statistics(parts[half:], T)],
+                T))
+
+
 def make_chain(X, remote, seed, sequential_init):
     model = DPMallowsClustering(sampler="subcluster", n_items=8)
     X = model._prepare(X)
