@@ -188,6 +188,16 @@ def set_key(members):
     return np.sort(members).tobytes()
 
 
+cdef inline void stage_counts(const Statistics* st, double* out) noexcept nogil:
+    """``out`` (n_stages,) <- N_j: how many of the rankings ``st`` summarises
+    reach stage j (the sum of its items' counts there)."""
+    cdef intp_t j, d
+    for j in range(st.n_stages):
+        out[j] = 0.0
+        for d in range(st.n_ranked):
+            out[j] += st.counts[d * st.n_stages + j]
+
+
 cdef int sent_view(Statistics* st, statistics, intp_t T, intp_t n) except -1:
     """``statistics_view`` of the statistics of a set of rankings that another
     process sent (T stages, n items), which rank one item at least."""
@@ -1354,7 +1364,7 @@ cdef class MallowsChain:
         only cluster c's arrays: clusters may be updated in parallel. ``given``:
         the members' statistics, built where they are (NULL: built here);
         ``n_threads``: the statistics kernels' threads."""
-        cdef intp_t g, j, d, D
+        cdef intp_t g, j, D
         cdef double log_z
         cdef intp_t* sig = self.sigma + c * self.n
         cdef intp_t* pos = self.position + c * self.n
@@ -1369,10 +1379,7 @@ cdef class MallowsChain:
         else:   # read where they are, not copied (they may take gigabytes)
             st = given
         D = st.n_ranked
-        for j in range(self.T):
-            w.stage_n[j] = 0.0
-            for d in range(D):
-                w.stage_n[j] += st.counts[d * self.T + j]
+        stage_counts(st, w.stage_n)
         for g in range(self.n_gibbs):
             weighted_statistics(st, th, w.weight, w.preceded, n_threads)
             if self.use_mh:
@@ -1583,7 +1590,6 @@ cdef class MallowsChain:
         """``set_st``: the statistics of ``points[:m]``, built in the work (or,
         with rankings held elsewhere, as the holders sent them), and set k's
         stage counts N_j; returns the number of items they rank."""
-        cdef intp_t j, d, D
         cdef bint union
         cdef ClusterWork* w = &self.work
         cdef double* counts = self.sm_counts + k * self.T
@@ -1613,12 +1619,8 @@ cdef class MallowsChain:
                 sent_view(&self.set_view, merged, self.T, self.n)
                 self.set_view_object = merged
             self.set_st = &self.set_view
-        D = self.set_st.n_ranked
-        for j in range(self.T):
-            counts[j] = 0.0
-            for d in range(D):
-                counts[j] += self.set_st.counts[d * self.T + j]
-        return D
+        stage_counts(self.set_st, counts)
+        return self.set_st.n_ranked
 
     cdef double _inherited_score(
         self, const intp_t* points, intp_t m, intp_t c, intp_t k,
