@@ -114,13 +114,30 @@ def warn_if_chains_disagree(log_joint):
     if log_joint.shape[0] < 2:
         return
     value = rhat(log_joint)
-    if value > RHAT_THRESHOLD:
+    if not value > RHAT_THRESHOLD:
+        return
+    tied = _ties_within_rounding(np.asarray(log_joint, dtype=np.float64))
+    if np.isfinite(tied).all() and (tied == tied[:, :1]).all():
+        # each chain's log joint one value: its variance within chains is
+        # zero, and R-hat (some 1e15, as ArviZ gives) says only that
+        values = np.unique(tied[:, 0])
+        shown = ", ".join(f"{v:.6g}" for v in values[:4])
+        found = (f"{shown} among {len(values)} values" if len(values) > 4
+                 else shown)
         warn(
-            f"The chains disagree: R-hat of the log joint after burn-in is "
-            f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
-            f"in different modes. {CHAINS_DISAGREE_ADVICE}",
+            f"The chains disagree: after burn-in each chain stayed in one state, "
+            f"and the chains' states differ (log joints {found}). The posterior "
+            f"summaries mix chains stuck in different modes. "
+            f"{CHAINS_DISAGREE_ADVICE}",
             ConvergenceWarning,
         )
+        return
+    warn(
+        f"The chains disagree: R-hat of the log joint after burn-in is "
+        f"{value:.3f} > {RHAT_THRESHOLD}. The posterior summaries mix chains stuck "
+        f"in different modes. {CHAINS_DISAGREE_ADVICE}",
+        ConvergenceWarning,
+    )
 
 
 def ess(draws):

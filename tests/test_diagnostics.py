@@ -71,8 +71,17 @@ def test_values_apart_by_rounding_alone_tie():
     # apart by more than rounding: a state that differs
     apart = np.array([[value] * 100, [value + 1e-6] * 100])
     assert rhat(apart) > 1e6
-    with pytest.warns(ConvergenceWarning, match="chains disagree"):
+    # each chain in one state: the warning says so, not R-hat's 1e15 or so
+    with pytest.warns(ConvergenceWarning, match="chains disagree") as record:
         warn_if_chains_disagree(apart)
+    message = str(record[0].message)
+    assert "each chain stayed in one state" in message
+    assert "-298.218" in message and "R-hat" not in message
+    # a chain that moves: R-hat itself
+    moving = apart.copy()
+    moving[0, ::2] -= 1.0
+    with pytest.warns(ConvergenceWarning, match="R-hat of the log joint") as record:
+        warn_if_chains_disagree(moving)
     # a discrete trace's ties survive a nudge of a few units in the last place
     # in one chain, wherever the values stand
     rng = np.random.default_rng(0)
