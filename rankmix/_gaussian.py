@@ -389,7 +389,8 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     stochastic 2-means), and the last scan's allocation is proposed and
     accepted with the Metropolis-Hastings ratio above, including the
     probabilities of choosing the cluster and the pair; merges are the reverse,
-    and cheap proposals absorb singletons or split off one point. The random
+    and cheap proposals absorb singletons, split off one point, or move the
+    points of small clusters (up to 4 points) one at a time. The random
     numbers of each point come from Philox keyed by the chain's seed and counted
     by (point, sweep), so the draws do not depend on the number of threads. The
     clusters' statistics are summed block by block (65,536 rows a block) in a

@@ -17,7 +17,8 @@ sub-cluster splits", for any family of the core that draws explicit parameters
 4. runs ``n_split_merge`` split or merge proposals, each from two sub-clusters
    fitted to the points concerned (below), an exact Metropolis-Hastings step;
 5. runs 10 x ``n_split_merge`` singleton proposals (below), which absorb the
-   singletons that a sequential start or a split leaves;
+   singletons that a sequential start or a split leaves, and move the rows of
+   small clusters one at a time;
 6. draws alpha | K by Escobar & West's step when alpha has a prior.
 
 Steps 1 and 3 are where a sweep over sharded rows would send the parameters out
@@ -84,15 +85,40 @@ Metropolis-Hastings pair (each proposal O(K) collapsed predictives):
 * absorb (probability 1/2): pick a cluster uniformly among the K; if it is a
   singleton {a} (and K > 1), propose a into cluster k drawn with probability
   n_k p(x_a | k) / Z, Z = sum over the other clusters; ratio
-  K Z / (alpha p(x_a) N), p(x_a) the prior predictive;
-* split off (probability 1/2): pick a row a uniformly among the N; if its
+  K Z / (2 alpha p(x_a) N), p(x_a) the prior predictive;
+* split off (probability 1/4): pick a row a uniformly among the N; if its
   cluster c has n_c >= 2, propose {a} as a new cluster; the ratio is the
-  inverse of the absorption back, alpha p(x_a) N / ((K + 1) Z'), with Z'
+  inverse of the absorption back, 2 alpha p(x_a) N / ((K + 1) Z'), with Z'
   computed in the proposed state (c without a).
 
 Picking the row among all N (not a cluster, then one of its rows) makes the
 split-off's row independent of the state: the rows of all the sweep's
 proposals are drawn first, and rows held elsewhere are read in one go.
+
+Small clusters
+--------------
+A few points cut off their cluster (by the sequential start, or a split) stay
+cut off: their explicit parameters, drawn from those points alone, fit them
+better than their cluster's do, so the label step keeps them; a merge back
+needs a launch that cuts exactly them off again, which it seldom does (on
+Liang et al.'s d = 80, K = 40 data, both chains kept two clusters of two
+points for all 60 sweeps, 80 nats each below the merged clustering, and the
+chains disagreed). The singleton phase therefore also moves rows out of and
+into small clusters (at most ``SMALL_CLUSTER_ROWS`` rows), one at a time, with
+the collapsed predictives (``_point_move``):
+
+* the cluster the absorb picks, if it has 2 to ``SMALL_CLUSTER_ROWS`` rows:
+  one of its rows a, uniformly, proposed into another cluster k drawn with
+  probability w_k / Z_{-c}, w_j = n_j p(x_a | j) (c's without a) and Z_{-c}
+  their sum over j != c;
+* split off's other half (probability 1/4): a row a uniformly among the N,
+  whose cluster has n_c >= 2, proposed into a cluster k != c that stays small
+  (n_k < ``SMALL_CLUSTER_ROWS``) with probability w_k over the sum of those
+  clusters' weights.
+
+Either kind proposes the same moves, so the ratio sums both kinds' proposal
+probabilities each way (``_point_move``). Neither empties a cluster, so K
+stays, and each move is undone by one of the two kinds.
 
 Rows in blocks, in-process or on Dask workers
 ---------------------------------------------
@@ -125,7 +151,7 @@ import numpy as np
 from scipy import sparse
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, log
+from libc.math cimport INFINITY, exp, fabs, log, log1p
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove, memset
@@ -186,6 +212,12 @@ cdef uint64_t START_SWEEP = 0xFFFFFFFFFFFFFFFF
 # Singleton proposals per split-merge proposal: each costs K collapsed
 # predictives, about what a launch spends on K rows.
 cdef intp_t SINGLETON_MOVES = 10
+# Clusters of at most this many rows are small: the singleton phase moves their
+# rows one at a time (``_point_move``). A few points cut off a cluster then
+# rejoin it; the label step keeps them, whose explicit parameters fit them
+# alone, and a merge into their cluster needs a launch that cuts them off again.
+cdef intp_t SMALL_CLUSTER_ROWS = 4
+cdef double LOG_2 = 0.6931471805599453
 # The counter of a launch's parameter stream: (proposal, sweep,
 # PURPOSE_LAUNCH_PARAMETERS, draw), a purpose no row's counter uses.
 cdef uint64_t PURPOSE_LAUNCH_PARAMETERS = 0x1A0C4A9A00000000
@@ -566,6 +598,7 @@ cdef class SubclusterChain(CollapsedChain):
     # rejects the merge: the draws are the same either way; and the number of
     # merges so rejected
     cdef public bint _launch_every_merge
+    cdef public bint _singleton_moves_only   # (tests) a sweep of singleton moves alone
     cdef public intp_t _merges_rejected_early
     cdef public intp_t _most_read_ahead   # the most sample values one read held
     cdef double* params              # (capacity, P)
@@ -1059,6 +1092,11 @@ cdef class SubclusterChain(CollapsedChain):
     cdef int _sweep(self) except -1 nogil:
         cdef intp_t t
         cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
+        if self._singleton_moves_only:
+            self._group_members()
+            self._singleton_phase()
+            self.n_sweeps_done += 1
+            return 0
         self._draw_parameters()
         self._label_step(sweep)
         if self.remote is not None:
@@ -1373,24 +1411,31 @@ cdef class SubclusterChain(CollapsedChain):
         return 0
 
     cdef intp_t _draw_singleton_rows(self, bitgen_t* rng) noexcept nogil:
-        """``singleton_rows`` <- the singleton proposals' types and the rows the
-        split-offs read (-1: an absorb), drawn from ``rng`` (the state plays no
-        part); returns their number."""
+        """``singleton_rows`` <- the singleton proposals' types and the rows they
+        read: -1 picks a cluster (an absorb, or a move out of a small cluster),
+        a row a split-off, a row + N a move into a small cluster; drawn from
+        ``rng`` (the state plays no part). Returns their number."""
         cdef intp_t t, n_moves = SINGLETON_MOVES * self.n_proposals
         for t in range(n_moves):
-            self.singleton_rows[t] = (-1 if uniform(rng) < 0.5
-                                      else uniform_index(rng, self.N))
+            if uniform(rng) < 0.5:
+                self.singleton_rows[t] = -1
+            else:
+                self.singleton_rows[t] = uniform_index(rng, self.N)
+                if uniform(rng) < 0.5:   # a move into a small cluster
+                    self.singleton_rows[t] += self.N
         return n_moves
 
     cdef object _singleton_reads(self, intp_t n_moves):
-        """The rows the singleton phase reads: the split-offs'
-        (``singleton_rows[:n_moves]``) and those of the clusters of one or two
-        rows."""
+        """The rows the singleton phase reads: those it picks
+        (``singleton_rows[:n_moves]``) and those of the small clusters, and of
+        the clusters one row larger (a split-off or a move out of one leaves a
+        small cluster)."""
         cdef intp_t a, c, k
-        wanted = list(np.asarray(<intp_t[:n_moves]> self.singleton_rows))
+        picked = np.asarray(<intp_t[:n_moves]> self.singleton_rows)
+        wanted = list(picked[picked >= 0] % self.N)
         for a in range(self.slots.n_active):
             c = self.slots.active[a]
-            if self._size(c) <= 2:
+            if self._size(c) <= SMALL_CLUSTER_ROWS + 1:
                 wanted += [self._member(c, k) for k in range(self._size(c))]
         return np.array(wanted, dtype=np.intp)
 
@@ -1404,17 +1449,24 @@ cdef class SubclusterChain(CollapsedChain):
         cdef const ConjugateFamily* table
         cdef double log_z, log_ratio
         cdef double log_n = log(<double> self.N)
+        if a >= self.N:
+            return self._point_move(a - self.N, False)
         if a < 0:
             c = self.slots.active[uniform_index(self.rng, K)]
-            if self._size(c) != 1 or K < 2:
+            n_c = self._size(c)
+            if K < 2:
                 return False
+            if n_c > 1:
+                if n_c > SMALL_CLUSTER_ROWS:
+                    return False
+                return self._point_move(self._member(c, uniform_index(self.rng, n_c)), True)
             a = self._member(c, 0)
             table = self._row_table(a, &point)
             log_z = self._absorb_weights(table, point, c, NULL, -1)
             b = draw_from_logs(self.log_prob, K, self.rng)   # never c: its weight is 0
             k = self.slots.active[b]
             log_ratio = (log(<double> K) + log_z - log(self.alpha)
-                         - self.log_prior_predictive[a] - log_n)
+                         - self.log_prior_predictive[a] - log_n - LOG_2)
             if log(uniform(self.rng)) >= log_ratio:
                 return False
             family_add(table, self._state(k), point)
@@ -1426,19 +1478,10 @@ cdef class SubclusterChain(CollapsedChain):
         if n_c < 2:
             return False
         table = self._row_table(a, &point)
-        # c without a, in scratch: a removal, or (if it fails numerically) a
-        # rebuild from c's other members
-        memcpy(self.state_m, self._state(c), self.W * sizeof(double))
-        if family_remove(table, self.state_m, point) < 0:
-            k = 0
-            for b in range(n_c):
-                if self._member(c, b) != a:
-                    self.side_members[k] = self._member(c, b)
-                    k += 1
-            self._state_of(self.state_m, self.side_members, n_c - 1)
+        self._state_without(c, a, table, point)
         log_z = self._absorb_weights(table, point, -1, self.state_m, c)
         log_ratio = (log(self.alpha) + self.log_prior_predictive[a] + log_n - log_z
-                     - log(<double> (K + 1)))
+                     - log(<double> (K + 1)) + LOG_2)
         if log(uniform(self.rng)) >= log_ratio:
             return False
         memcpy(self._state(c), self.state_m, self.W * sizeof(double))
@@ -1447,6 +1490,115 @@ cdef class SubclusterChain(CollapsedChain):
         family_add(table, self._state(k), point)
         self.labels[a] = k
         return True
+
+    cdef int _state_without(self, intp_t c, intp_t a, const ConjugateFamily* table,
+                            intp_t point) except -1 nogil:
+        """``state_m`` <- cluster c without its row a (``point`` of ``table``): a
+        removal, or (if it fails numerically) a rebuild from c's other members."""
+        cdef intp_t b, k = 0, n_c = self._size(c)
+        memcpy(self.state_m, self._state(c), self.W * sizeof(double))
+        if family_remove(table, self.state_m, point) < 0:
+            for b in range(n_c):
+                if self._member(c, b) != a:
+                    self.side_members[k] = self._member(c, b)
+                    k += 1
+            self._state_of(self.state_m, self.side_members, n_c - 1)
+        return 0
+
+    cdef bint _point_move(self, intp_t a, bint out_of_small) except -1 nogil:
+        """Row a from its cluster c to another, k (module docstring, "Small
+        clusters"): ``out_of_small``, c small and k any, else k small; True if
+        accepted.
+
+        Both kinds propose the same move, a from c to k, so the ratio takes the
+        sum of their probabilities each way: with w_j = n_j p(x_a | j), every
+        cluster's weight with a removed (c's from c without a), the move's
+        posterior ratio is w_k / w_c, and its proposal probability
+        w_k A(c, k) with
+
+            A(c, k) = [n_c small] / (2 K n_c Z_{-c}) + [n_k + 1 small] / (4 N Z^s_{-c}),
+
+        Z_{-c} the sum of w_j over j != c and Z^s_{-c} over the small ones
+        among them. The reverse's is w_c A(k, c) in the state after, where k
+        has n_k + 1 rows and c n_c - 1; so the ratio is A(k, c) / A(c, k).
+        Neither kind moves the last row of a cluster (the singleton moves do),
+        so K stays and each move is undone by one of the two kinds."""
+        cdef intp_t K = self.slots.n_active, c = self.labels[a], n_c = self._size(c)
+        cdef intp_t b, b_c = -1, b_k = -1, k, point, n_k
+        cdef const ConjugateFamily* table
+        cdef double u, log_forward, log_back
+        if n_c < 2 or K < 2:
+            return False
+        table = self._row_table(a, &point)
+        self._state_without(c, a, table, point)
+        self._absorb_weights(table, point, -1, self.state_m, c)
+        for b in range(K):
+            if self.slots.active[b] == c:
+                b_c = b
+        # k drawn with probability w_k / Z over the kind's targets (by inversion)
+        log_forward = self._move_log_sum(b_c, not out_of_small, b_c, n_c)
+        if log_forward == -INFINITY:
+            return False   # no small cluster to move into
+        u = uniform(self.rng)
+        for b in range(K):
+            if (self._move_target(b, b_c, not out_of_small, b_c, n_c)
+                    and self.log_prob[b] > -INFINITY):
+                b_k = b   # (round-off at the top end: the last of positive weight)
+                u -= exp(self.log_prob[b] - log_forward)
+                if u < 0.0:
+                    break
+        k = self.slots.active[b_k]
+        n_k = self._size(k)
+        log_forward = self._move_log_weight(K, n_c, n_k, b_c, b_c, n_c)
+        log_back = self._move_log_weight(K, n_k + 1, n_c - 1, b_k, b_c, n_c - 1)
+        if log(uniform(self.rng)) >= log_back - log_forward:
+            return False
+        memcpy(self._state(c), self.state_m, self.W * sizeof(double))
+        family_add(table, self._state(k), point)
+        self.labels[a] = k
+        return True
+
+    cdef inline bint _move_target(self, intp_t b, intp_t skip, bint small_only,
+                                  intp_t b_c, intp_t n_c) noexcept nogil:
+        """Whether active cluster b is a target of ``_point_move``: not ``skip``,
+        and small if ``small_only`` (c, at b_c, counted with n_c rows)."""
+        if b == skip:
+            return False
+        if not small_only:
+            return True
+        return (n_c if b == b_c else self._size(self.slots.active[b])) < SMALL_CLUSTER_ROWS
+
+    cdef double _move_log_sum(self, intp_t skip, bint small_only, intp_t b_c,
+                              intp_t n_c) noexcept nogil:
+        """log of the sum of ``log_prob``'s weights over ``_move_target``'s
+        clusters (-inf for none)."""
+        cdef intp_t b, K = self.slots.n_active
+        cdef double high = -INFINITY, total = 0.0
+        for b in range(K):
+            if self._move_target(b, skip, small_only, b_c, n_c):
+                high = max(high, self.log_prob[b])
+        if high == -INFINITY:
+            return high
+        for b in range(K):
+            if self._move_target(b, skip, small_only, b_c, n_c):
+                total += exp(self.log_prob[b] - high)
+        return high + log(total)
+
+    cdef double _move_log_weight(self, intp_t K, intp_t n_source, intp_t n_target,
+                                 intp_t b_source, intp_t b_c, intp_t n_c) noexcept nogil:
+        """log A(source, target) of ``_point_move``: the source, at b_source,
+        has n_source rows, the target n_target before the move; c, at b_c, is
+        counted with n_c rows."""
+        cdef double out = -INFINITY, term
+        if n_source <= SMALL_CLUSTER_ROWS:
+            term = (-log(2.0 * K * n_source)
+                    - self._move_log_sum(b_source, False, b_c, n_c))
+            out = term
+        if n_target < SMALL_CLUSTER_ROWS:
+            term = (-log(4.0 * self.N)
+                    - self._move_log_sum(b_source, True, b_c, n_c))
+            out = term if out == -INFINITY else max(out, term) + log1p(exp(-fabs(out - term)))
+        return out
 
     cdef intp_t _side_rows(self, intp_t first, intp_t second, intp_t m,
                            const char* bits, char value, char mask) noexcept nogil:

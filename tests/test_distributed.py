@@ -330,7 +330,7 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
     for _ in range(30):
         counts = chain.split_merge_counts
         before = (len(reads), len(scans), chain._merges_rejected_early)
-        most_ahead = 2 * 5 + 10 * 5 + 2 * chain.n_clusters   # without samples
+        most_ahead = 2 * 5 + 10 * 5 + 5 * chain.n_clusters   # without samples
         chain.sweep()
         after = chain.split_merge_counts
         moved = sum(
@@ -351,7 +351,8 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
             assert all((p - 1) % (n_launch + 1) != 1 for p in scans[before[1] :])
         # the reads: the proposals' anchors (two a proposal at most) with the
         # first scans' samples and the singleton moves' rows (one a move at
-        # most, and those of the clusters of one or two rows), again after each
+        # most, and those of the clusters of up to five rows, the small ones and
+        # those a move out of leaves small), again after each
         # accepted move; a singleton the singleton moves make themselves is
         # read when picked
         ahead, *others = reads[before[0] :]

@@ -266,7 +266,7 @@ def test_chains_side_by_side_share_the_cores():
 
 def test_subcluster_finds_separated_clusters():
     # from one cluster the splits find them; from the sequential start, which
-    # leaves singletons, the singleton moves absorb them
+    # leaves singletons and small clusters, the singleton moves absorb them
     X, y = _blobs(3000, 4, 6, seed=1)
     from sklearn.metrics import adjusted_rand_score
 
@@ -319,6 +319,35 @@ def test_a_launch_from_sampled_rows_keeps_the_chain_exact():
     cocluster, k_dist = dpref.draw_statistics(np.array(draws))
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.03)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_singleton_and_point_moves_alone_keep_the_posterior(covariance_type):
+    # the singleton phase alone (absorbs, split-offs, and rows moved out of and
+    # into small clusters, _point_move) is a chain that reaches every
+    # clustering; on six points every cluster is small, so each kind of move
+    # runs, and the chain must match the enumeration
+    from tests import _dp_reference as dpref
+    from tests import _gaussian_reference as gref
+    from tests.test_gaussian import TINY_X2, prior_args
+
+    m0, kappa0, nu0, psi0 = prior_args(covariance_type, 2)
+    posterior = gref.exact_partition_posterior(
+        TINY_X2, 1.0, covariance_type, m0, kappa0, nu0, psi0
+    )
+    family = NIWModel(
+        m0, kappa0, nu0, psi0, covariance_type == "full", len(TINY_X2)
+    ).family(TINY_X2)
+    chain = SubclusterChain(family, 1.0, 1, None, 2, np.random.PCG64(3))
+    chain._singleton_moves_only = True
+    chain.sweep(100)
+    draws = []
+    for _ in range(20000):
+        chain.sweep()
+        draws.append(chain.snapshot()[0])
+    cocluster, k_dist = dpref.draw_statistics(np.array(draws))
+    assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.02)
+    assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.02)
 
 
 def test_a_merge_rejected_before_its_launch_changes_no_other_draw():
