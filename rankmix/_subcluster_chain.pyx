@@ -116,8 +116,9 @@ the collapsed predictives (``_point_move``):
   (n_k < ``SMALL_CLUSTER_ROWS``) with probability w_k over the sum of those
   clusters' weights.
 
-Either kind proposes the same moves, so the ratio sums both kinds' proposal
-probabilities each way (``_point_move``). Neither empties a cluster, so K
+A move from a small cluster into one that stays small can come from either
+kind, so the ratio sums both kinds' proposal probabilities each way
+(``_point_move``). Neither empties a cluster, so K
 stays, and each move is undone by one of the two kinds.
 
 Rows in blocks, in-process or on Dask workers
@@ -1265,8 +1266,9 @@ cdef class SubclusterChain(CollapsedChain):
             wanted.append(sample)
         # the singleton phase's rows: its draws come next in the stream (each
         # proposal draws its picks and one uniform, whatever its outcome) and
-        # do not depend on the state; the clusters of one or two rows are those
-        # of now, right unless a move is accepted, which guesses again
+        # do not depend on the state; the small clusters (and those one row
+        # larger) are those of now, right unless a move is accepted, which
+        # guesses again
         wanted.append(self._singleton_reads(self._draw_singleton_rows(rng)))
         if first == 0:
             self.row_cache = {}
@@ -1394,12 +1396,13 @@ cdef class SubclusterChain(CollapsedChain):
     cdef int _singleton_phase(self) except -1 nogil:
         """10 x ``n_split_merge`` singleton proposals (module docstring).
 
-        Each proposal's type, and the row a split-off proposal reads, are drawn
-        before any proposal runs: they do not depend on the state, so that rows
-        held elsewhere are fetched at once, with those of the clusters of one or
-        two rows: an absorb proposal may pick a singleton, and a split-off
-        leaves one where it takes a row of two (a singleton made otherwise is
-        read when picked).
+        Each proposal's type, and the row a row pick reads, are drawn before
+        any proposal runs: they do not depend on the state, so that rows held
+        elsewhere are fetched at once, with those of the small clusters and of
+        the clusters one row larger: a cluster pick may land on a small
+        cluster, and a split-off or a move out of a cluster one row larger
+        leaves a small one (a small cluster made otherwise is read when
+        picked).
         """
         cdef intp_t t, n_moves = self._draw_singleton_rows(self.rng)
         if self.remote is not None:
@@ -1440,8 +1443,10 @@ cdef class SubclusterChain(CollapsedChain):
         return np.array(wanted, dtype=np.intp)
 
     cdef bint _singleton_move(self, intp_t a) except -1 nogil:
-        """An absorb proposal (``a`` < 0) or the split-off of row ``a`` (module
-        docstring); True if accepted.
+        """A cluster pick (``a`` < 0: an absorb of a singleton, or a point move
+        out of a small cluster), the split-off of row ``a``, or (``a`` >= N) a
+        point move of row a - N into a small cluster (module docstring); True
+        if accepted.
 
         ``members`` must hold the points of each slot.
         """
@@ -1529,16 +1534,23 @@ cdef class SubclusterChain(CollapsedChain):
         cdef double u, log_forward, log_back
         if n_c < 2 or K < 2:
             return False
-        table = self._row_table(a, &point)
-        self._state_without(c, a, table, point)
-        self._absorb_weights(table, point, -1, self.state_m, c)
         for b in range(K):
             if self.slots.active[b] == c:
                 b_c = b
+        if not out_of_small:
+            # no cluster to move into (often, late in a chain): no row read
+            for b in range(K):
+                if self._move_target(b, b_c, True, b_c, n_c):
+                    break
+            else:
+                return False
+        table = self._row_table(a, &point)
+        self._state_without(c, a, table, point)
+        self._absorb_weights(table, point, -1, self.state_m, c)
         # k drawn with probability w_k / Z over the kind's targets (by inversion)
         log_forward = self._move_log_sum(b_c, not out_of_small, b_c, n_c)
-        if log_forward == -INFINITY:
-            return False   # no small cluster to move into
+        if not log_forward > -INFINITY:
+            return False   # no target of positive weight
         u = uniform(self.rng)
         for b in range(K):
             if (self._move_target(b, b_c, not out_of_small, b_c, n_c)
@@ -1547,6 +1559,8 @@ cdef class SubclusterChain(CollapsedChain):
                 u -= exp(self.log_prob[b] - log_forward)
                 if u < 0.0:
                     break
+        if b_k < 0:
+            return False   # (weights that are not numbers: no move)
         k = self.slots.active[b_k]
         n_k = self._size(k)
         log_forward = self._move_log_weight(K, n_c, n_k, b_c, b_c, n_c)

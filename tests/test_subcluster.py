@@ -321,48 +321,80 @@ def test_a_launch_from_sampled_rows_keeps_the_chain_exact():
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.03)
 
 
-def _tiny_family_and_posterior(name):
-    """A family on a tiny data set (six or five rows) and its enumerated
-    posterior over clusterings (alpha = 1)."""
+# Seven points whose posterior puts clusters of 3, 4 and 5 rows side by side
+# (a cluster of 4 in 62% of it, of 5 in 14%), so that point moves cross the
+# small clusters' threshold of 4 rows both ways.
+SEVEN_X2 = np.array(
+    [[0, 0], [0.4, 0.2], [0.8, 0.5], [1.2, 0.9], [1.6, 1.1], [2.0, 1.6], [2.4, 1.9]]
+)
+
+
+def _tiny_family_and_posterior(name, X, alpha, psi):
+    """A family on a tiny data set and its enumerated posterior over
+    clusterings (concentration ``alpha``; for vectors, the prior of
+    ``test_gaussian.prior_args`` with scale ``psi``)."""
     from tests import _gaussian_reference as gref
-    from tests.test_gaussian import TINY_X2, prior_args
 
     if name == "multinomial":
         from tests.test_multinomial import PRIORS, TINY, exact_posterior, model_for
 
+        assert alpha == 1.0
         family = model_for(TINY, PRIORS[1]).family(sparse.csr_matrix(TINY))
         return family, exact_posterior(TINY, PRIORS[1])
-    m0, kappa0, nu0, psi0 = prior_args(name, 2)
-    posterior = gref.exact_partition_posterior(
-        TINY_X2, 1.0, name, m0, kappa0, nu0, psi0
-    )
-    model = NIWModel(m0, kappa0, nu0, psi0, name == "full", len(TINY_X2))
-    return model.family(TINY_X2), posterior
+    d = X.shape[1]
+    m0, kappa0, nu0 = np.full(d, 0.5), 0.8, d + 1.5
+    psi0 = psi * np.eye(d) if name == "full" else np.full(d, psi)
+    posterior = gref.exact_partition_posterior(X, alpha, name, m0, kappa0, nu0, psi0)
+    model = NIWModel(m0, kappa0, nu0, psi0, name == "full", len(X))
+    return model.family(X), posterior
 
 
-@pytest.mark.parametrize("name", ["full", "diag", "multinomial"])
-def test_singleton_and_point_moves_alone_keep_the_posterior(name):
+def _has_size(labels, size):
+    """Whether the clustering ``labels`` has a cluster of ``size`` rows."""
+    return size in np.bincount(labels)
+
+
+@pytest.mark.parametrize(
+    "name, data, alpha, psi",
+    [
+        ("full", "six", 1.0, 0.5),
+        ("diag", "six", 1.0, 0.5),
+        ("multinomial", "five", 1.0, None),
+        ("diag", "seven", 3.0, 0.2),
+        ("full", "seven", 0.3, 0.5),
+    ],
+)
+def test_singleton_and_point_moves_alone_keep_the_posterior(name, data, alpha, psi):
     # the singleton phase alone (absorbs, split-offs, and rows moved out of and
     # into small clusters, _point_move) is a chain that reaches every
-    # clustering; on five or six rows every cluster is small, so each kind of
-    # move runs, and the chain must match the enumeration. (Mutation-checked:
-    # a wrong factor in either kind's probability, a cluster's size off by
-    # one in the state after, or the absorb's ratio without the split-off's
-    # new share fails.)
+    # clustering; on five to seven rows most clusters are small, so each kind
+    # of move runs, and the chain must match the enumeration: its co-clustering,
+    # number of clusters, and how often it holds a cluster of each size (on
+    # seven rows, clusters of 3, 4 and 5 rows: the threshold crossed both
+    # ways). Mutation-checked: a wrong factor in either kind's probability, a
+    # cluster's size off by one in the state after, the absorb's ratio without
+    # the split-off's new share, or accepting every move fails.
     from tests import _dp_reference as dpref
     from tests import _gaussian_reference as gref
+    from tests.test_gaussian import TINY_X2
 
-    family, posterior = _tiny_family_and_posterior(name)
-    chain = SubclusterChain(family, 1.0, 1, None, 2, np.random.PCG64(3))
+    X = {"six": TINY_X2, "seven": SEVEN_X2, "five": None}[data]
+    family, posterior = _tiny_family_and_posterior(name, X, alpha, psi)
+    chain = SubclusterChain(family, alpha, 1, None, 2, np.random.PCG64(3))
     chain._singleton_moves_only = True
     chain.sweep(100)
     draws = []
     for _ in range(20000):
         chain.sweep()
         draws.append(chain.snapshot()[0])
-    cocluster, k_dist = dpref.draw_statistics(np.array(draws))
+    draws = np.array(draws)
+    cocluster, k_dist = dpref.draw_statistics(draws)
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.02)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.02)
+    for size in range(2, draws.shape[1] + 1):
+        exact = sum(p for c, p in posterior.items() if _has_size(np.array(c), size))
+        found = np.mean([_has_size(labels, size) for labels in draws])
+        assert abs(found - exact) < 0.02, (size, found, exact)
     # the chain moved: K took several values, and some sweeps moved rows
     # between clusters and kept K
     sizes = np.array([len(np.unique(d)) for d in draws])
