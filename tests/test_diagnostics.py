@@ -80,7 +80,7 @@ def test_values_apart_by_rounding_alone_tie():
     # a chain that moves: R-hat itself
     moving = apart.copy()
     moving[0, ::2] -= 1.0
-    with pytest.warns(ConvergenceWarning, match="R-hat of the log joint") as record:
+    with pytest.warns(ConvergenceWarning, match="R-hat of the log joint"):
         warn_if_chains_disagree(moving)
     # a discrete trace's ties survive a nudge of a few units in the last place
     # in one chain, wherever the values stand
