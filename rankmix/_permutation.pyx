@@ -49,7 +49,7 @@ from libc.stdlib cimport free, qsort, realloc
 from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 
-from ._rng cimport bitgen_pointer, uniform
+from ._rng cimport bitgen_pointer, log_add, uniform
 from ._slots cimport grow_array
 
 
@@ -79,17 +79,6 @@ cdef double digamma(double x) noexcept nogil:
     return result + log(x) - 0.5 * inv - inv2 * (
         1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (
             1.0 / 240.0 - inv2 / 132.0))))
-
-
-cdef inline double _log_add(double a, double b) noexcept nogil:
-    """log(e^a + e^b)."""
-    if a == -INFINITY:
-        return b
-    if b == -INFINITY:
-        return a
-    if a > b:
-        return a + log(1.0 + exp(b - a))
-    return b + log(1.0 + exp(a - b))
 
 
 cdef class SegmentDP:
@@ -290,7 +279,7 @@ cdef class SegmentDP:
                 self.table_g[r * n1 + k] = high + log(total)
         self.log_norm = -INFINITY
         for k in range(1, N + 1):
-            self.log_norm = _log_add(self.log_norm, self.log_A[k] + self.table_g[N * n1 + k])
+            self.log_norm = log_add(self.log_norm, self.log_A[k] + self.table_g[N * n1 + k])
         return 0
 
     cdef intp_t sample(

@@ -101,6 +101,17 @@ cdef inline void shuffle(Py_ssize_t* values, Py_ssize_t n, bitgen_t* rng) noexce
         values[t] = value
 
 
+cdef inline double log_add(double a, double b) noexcept nogil:
+    """log(e^a + e^b)."""
+    if a == -INFINITY:
+        return b
+    if b == -INFINITY:
+        return a
+    if a > b:
+        return a + log(1.0 + exp(b - a))
+    return b + log(1.0 + exp(a - b))
+
+
 cdef inline void log_pair(double la, double lb, double* log_a, double* log_b) noexcept nogil:
     """log(e^la / (e^la + e^lb)) and log(e^lb / (e^la + e^lb)), without overflow.
 

@@ -152,7 +152,7 @@ import numpy as np
 from scipy import sparse
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, exp, fabs, log, log1p
+from libc.math cimport INFINITY, exp, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove, memset
@@ -173,7 +173,7 @@ from ._restricted cimport (
     PURPOSE_LABEL, PURPOSE_LAUNCH, find_anchors, precedes, row_draws,
 )
 from ._rng cimport (
-    bitgen_pointer, draw_from_logs, draw_index, log_gamma_variate, log_pair,
+    bitgen_pointer, draw_from_logs, draw_index, log_add, log_gamma_variate, log_pair,
     log_sum_exp, shuffle, uniform, uniform_index,
 )
 from ._slots cimport grow_array
@@ -1529,14 +1529,11 @@ cdef class SubclusterChain(CollapsedChain):
         Neither kind moves the last row of a cluster (the singleton moves do),
         so K stays and each move is undone by one of the two kinds."""
         cdef intp_t K = self.slots.n_active, c = self.labels[a], n_c = self._size(c)
-        cdef intp_t b, b_c = -1, b_k = -1, k, point, n_k
+        cdef intp_t b, b_c = self.slots.active_pos[c], b_k = -1, k, point, n_k
         cdef const ConjugateFamily* table
         cdef double u, log_forward, log_back
         if n_c < 2 or K < 2:
             return False
-        for b in range(K):
-            if self.slots.active[b] == c:
-                b_c = b
         if not out_of_small:
             # no cluster to move into (often, late in a chain): no row read
             for b in range(K):
@@ -1603,15 +1600,13 @@ cdef class SubclusterChain(CollapsedChain):
         """log A(source, target) of ``_point_move``: the source, at b_source,
         has n_source rows, the target n_target before the move; c, at b_c, is
         counted with n_c rows."""
-        cdef double out = -INFINITY, term
+        cdef double out = -INFINITY
         if n_source <= SMALL_CLUSTER_ROWS:
-            term = (-log(2.0 * K * n_source)
-                    - self._move_log_sum(b_source, False, b_c, n_c))
-            out = term
+            out = (-log(2.0 * K * n_source)
+                   - self._move_log_sum(b_source, False, b_c, n_c))
         if n_target < SMALL_CLUSTER_ROWS:
-            term = (-log(4.0 * self.N)
-                    - self._move_log_sum(b_source, True, b_c, n_c))
-            out = term if out == -INFINITY else max(out, term) + log1p(exp(-fabs(out - term)))
+            out = log_add(out, -log(4.0 * self.N)
+                          - self._move_log_sum(b_source, True, b_c, n_c))
         return out
 
     cdef intp_t _side_rows(self, intp_t first, intp_t second, intp_t m,
