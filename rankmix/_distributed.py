@@ -11,7 +11,8 @@ proposal sends the rows of the clusters concerned and gets back their
 allocations; the rows the proposals start from (their anchors, with the sample
 of rows each launch's first scan weighs, which that scan then weighs on the
 client) and those the singleton moves read are read in one go, once a sweep and
-again after each accepted move. The global steps
+again after each accepted move; a pair scan reads its two clusters' rows (at
+most ``_subcluster_chain.PAIR_SCAN_ROWS``) that are not read yet. The global steps
 (parameters, weights, the Metropolis-Hastings decisions, alpha) run on the
 client, in the chain.
 

@@ -116,8 +116,9 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         then every point's label given them on all cores (OpenMP threads,
         limited by ``OMP_NUM_THREADS`` or threadpoolctl), then runs
         ``n_split_merge`` split or merge proposals from two sub-clusters fitted
-        to the points concerned, which are its only source of new clusters. It
-        is exact (see Notes), and its draws do not depend on the number of
+        to the points concerned, which are its only source of new clusters,
+        and as many restricted collapsed Gibbs scans of two clusters' points
+        (which dissolve pieces cut off a cluster). It is exact (see Notes), and its draws do not depend on the number of
         threads. It also fits a ``dask.array.Array`` X on a ``dask.distributed``
         cluster, the rows staying on the workers, with the draws of the same fit
         in process (user guide, "Scaling out"). Its ``init="sequential"`` runs
@@ -390,7 +391,12 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
     accepted with the Metropolis-Hastings ratio above, including the
     probabilities of choosing the cluster and the pair; merges are the reverse,
     and cheap proposals absorb singletons, split off one point, or move the
-    points of small clusters (up to 4 points) one at a time. The random
+    points of small clusters (up to 4 points) one at a time. Restricted
+    collapsed Gibbs scans of two clusters' points (clusters of at most 4,096
+    points together; the partner mostly the cluster whose merge the data
+    favour) draw each point between the two from its collapsed conditional,
+    each step a Gibbs step of the posterior restricted to the pair, accepted
+    with the ratio of the pair's probabilities of being picked. The random
     numbers of each point come from Philox keyed by the chain's seed and counted
     by (point, sweep), so the draws do not depend on the number of threads. The
     clusters' statistics are summed block by block (65,536 rows a block) in a

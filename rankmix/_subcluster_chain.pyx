@@ -19,7 +19,9 @@ sub-cluster splits", for any family of the core that draws explicit parameters
 5. runs 10 x ``n_split_merge`` singleton proposals (below), which absorb the
    singletons that a sequential start or a split leaves, and move the rows of
    small clusters one at a time;
-6. draws alpha | K by Escobar & West's step when alpha has a prior.
+6. runs ``n_split_merge`` pair scans (below), restricted collapsed Gibbs scans
+   of two clusters' rows, which dissolve larger cut-offs;
+7. draws alpha | K by Escobar & West's step when alpha has a prior.
 
 Steps 1 and 3 are where a sweep over sharded rows would send the parameters out
 and bring the statistics back. Every random number of a row comes from Philox
@@ -121,6 +123,26 @@ kind, so the ratio sums both kinds' proposal probabilities each way
 (``_point_move``). Neither empties a cluster, so K
 stays, and each move is undone by one of the two kinds.
 
+Cut-offs
+--------
+Larger pieces cut off a cluster (tens to hundreds of rows) stay for the same
+reasons, out of reach of the point moves: on Liang et al.'s d = 10 data with
+full covariances, clusters of 7 to 248 rows beside their own, 600 nats of log
+p(c, X) below the clustering without them. A pair scan (``_pair_scan``) picks
+a cluster A uniformly and a partner B, mostly by how much the data favour
+their merge (a cut-off's own cluster is the partner it favours most), and
+draws the label of each row of A + B in turn, in a random order, between A
+and B from its collapsed conditional, the last row of each staying: exact
+Gibbs steps of p(c | X) restricted to the two clusters, accepted with the
+ratio of the pair's pick after and before, since the pick depends on the
+state. A cut-off then shrinks or grows row by row, and once down to one row
+the singleton moves absorb it. Only pairs whose merge the posterior favours
+are scanned (``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), as a cut-off and its cluster
+are: the others' rows seldom move, and the pick alone costs K merged states.
+Pairs of more than ``PAIR_SCAN_ROWS`` rows are not scanned either, so that a
+scan's cost (O(|S| d^2) for a full covariance) and, with rows held
+elsewhere, its one read stay bounded.
+
 Rows in blocks, in-process or on Dask workers
 ---------------------------------------------
 Where the family has block moments (``_family.pxd``; the Gaussian families), every
@@ -152,7 +174,7 @@ import numpy as np
 from scipy import sparse
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, exp, log
+from libc.math cimport INFINITY, NAN, exp, log
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memmove, memset
@@ -196,6 +218,19 @@ ROW_BLOCK = 65536
 # global, read when a chain is made, so that tests can change it.
 LAUNCH_PREFETCH_VALUES = 1 << 20
 
+# A pair scan runs on two clusters whose merge the posterior favours at least
+# this much (log odds; the scan's result must pass it too, so that the scan
+# can be undone), where cut-offs are: elsewhere it would cost its rows and
+# seldom move one. A Python global, read when a chain is made, so that tests
+# can change it.
+PAIR_SCAN_MIN_MERGE_LOG_ODDS = 0.0
+
+# A pair scan runs on two clusters of at most this many rows together, so that
+# its cost (and with rows held elsewhere, its read: one round trip) stays
+# bounded. A Python global, read when a chain is made, so that tests can change
+# it.
+PAIR_SCAN_ROWS = 4096
+
 # A row read here is found by its read and its position in it, one int
 # (read << READ_SHIFT) + position in ``SubclusterChain.row_cache``.
 READ_SHIFT = 32
@@ -219,6 +254,9 @@ cdef intp_t SINGLETON_MOVES = 10
 # alone, and a merge into their cluster needs a launch that cuts them off again.
 cdef intp_t SMALL_CLUSTER_ROWS = 4
 cdef double LOG_2 = 0.6931471805599453
+# The share of a pair scan's partner drawn uniformly (``_pair_scan``; the rest
+# by how much the data favour the merge).
+cdef double PARTNER_UNIFORM = 0.25
 # The counter of a launch's parameter stream: (proposal, sweep,
 # PURPOSE_LAUNCH_PARAMETERS, draw), a purpose no row's counter uses.
 cdef uint64_t PURPOSE_LAUNCH_PARAMETERS = 0x1A0C4A9A00000000
@@ -591,6 +629,10 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double mean_row_values      # remote: values a read brings a row, on average
     cdef object scan_moments         # remote: the moments the last scan sent back
     cdef intp_t* singleton_rows      # (10 n_split_merge,) the singleton proposals
+    cdef intp_t pair_scan_rows       # PAIR_SCAN_ROWS when made
+    cdef double min_merge_log_odds   # PAIR_SCAN_MIN_MERGE_LOG_ODDS when made
+    cdef intp_t* scan_points         # (pair_scan_rows,) the rows a pair scan visits, as
+                                     # points of the family that reads them
     cdef ConjugateFamily row_table
     cdef intp_t n_proposals, n_launch
     cdef double launch_sample_rows
@@ -600,6 +642,9 @@ cdef class SubclusterChain(CollapsedChain):
     # merges so rejected
     cdef public bint _launch_every_merge
     cdef public bint _singleton_moves_only   # (tests) a sweep of singleton moves alone
+    cdef public bint _pair_scans_only        # (tests) a sweep of pair scans alone
+    cdef public intp_t _scans_accepted       # pair scans that moved rows and were kept
+    cdef public intp_t _scan_reads           # rows held elsewhere: pair scans that read rows
     cdef public intp_t _merges_rejected_early
     cdef public intp_t _most_read_ahead   # the most sample values one read held
     cdef double* params              # (capacity, P)
@@ -687,6 +732,10 @@ cdef class SubclusterChain(CollapsedChain):
         self.side_params = <double*> grow_array(NULL, 2 * self.P * sizeof(double))
         self.singleton_rows = <intp_t*> grow_array(
             NULL, SINGLETON_MOVES * n_split_merge * sizeof(intp_t))
+        self.pair_scan_rows = max(1, PAIR_SCAN_ROWS)
+        self.min_merge_log_odds = PAIR_SCAN_MIN_MERGE_LOG_ODDS
+        self.scan_points = <intp_t*> grow_array(
+            NULL, min(n, self.pair_scan_rows) * sizeof(intp_t))
         self.row_cache = {}
         self.reads, self.read_rows, self.read_families = [], [], []
         self.launch_samples = {}
@@ -709,6 +758,7 @@ cdef class SubclusterChain(CollapsedChain):
         free(self.launch_rows); free(self.launch_log_q)
         free(self.side_params); free(self.side_members); free(self.proposed)
         free(self.thread_tables); free(self.rebuild_status); free(self.singleton_rows)
+        free(self.scan_points)
 
     cdef int _grow(self, intp_t capacity) except -1 nogil:
         """The base's slot arrays, and the per-slot parameters and anchors."""
@@ -1093,9 +1143,12 @@ cdef class SubclusterChain(CollapsedChain):
     cdef int _sweep(self) except -1 nogil:
         cdef intp_t t
         cdef uint64_t sweep = <uint64_t> self.n_sweeps_done
-        if self._singleton_moves_only:
+        if self._singleton_moves_only or self._pair_scans_only:
             self._group_members()
-            self._singleton_phase()
+            if self._singleton_moves_only:
+                self._singleton_phase()
+            if self._pair_scans_only:
+                self._pair_scan_phase()
             self.n_sweeps_done += 1
             return 0
         self._draw_parameters()
@@ -1113,6 +1166,7 @@ cdef class SubclusterChain(CollapsedChain):
         # the sweep a state-dependent power of an invariant kernel, which is not
         # invariant itself
         self._singleton_phase()
+        self._pair_scan_phase()
         if self.sample_alpha:
             self.alpha = escobar_west(self.rng, self.alpha, self.slots.n_active, self.N,
                                       self.alpha_shape, self.alpha_rate)
@@ -1608,6 +1662,191 @@ cdef class SubclusterChain(CollapsedChain):
             out = log_add(out, -log(4.0 * self.N)
                           - self._move_log_sum(b_source, True, b_c, n_c))
         return out
+
+    # -- restricted collapsed Gibbs scans of two clusters ---------------------------
+
+    cdef int _pair_scan_phase(self) except -1 nogil:
+        """``n_split_merge`` pair scans (``_pair_scan``).
+
+        ``members`` must hold the points of each slot."""
+        cdef intp_t t
+        for t in range(self.n_proposals):
+            if self._pair_scan():
+                self._group_members()
+        return 0
+
+    cdef int _scan_merged_state(self, intp_t c_a, intp_t c_b) noexcept nogil:
+        """``_merged_state`` by the states' counts (a scan does not regroup
+        ``members``): the larger first, on a tie the lower slot, so that a
+        pair's merged state is the same whichever of the two is named first."""
+        cdef double n_a = self._state(c_a)[STATE_COUNT], n_b = self._state(c_b)[STATE_COUNT]
+        cdef bint a_first = n_a > n_b or (n_a == n_b and c_a < c_b)
+        return family_merged_state(&self.f, self._state(c_a if a_first else c_b),
+                                   self._state(c_b if a_first else c_a),
+                                   self.merge_moments, self.state_m)
+
+    cdef double _merge_log_odds(self, intp_t c, intp_t k) noexcept nogil:
+        """log p(c and k merged | X) / p(c | X): the posterior's odds of the
+        clustering with clusters c and k merged (-inf where their merged state
+        is not numerically valid). O(d^3) for a full covariance."""
+        cdef double log_odds = -INFINITY
+        if self._scan_merged_state(c, k) >= 0:
+            log_odds = (family_log_marginal(&self.f, self.state_m)
+                        - self._pair_log_ratio(self._state(c), self._state(k)))
+            if not log_odds > -INFINITY:   # (NaN)
+                log_odds = -INFINITY
+        return log_odds
+
+    cdef double _partner_log_prob(self, intp_t c, intp_t target) noexcept nogil:
+        """``log_prob[b]`` <- log P(partner = active cluster b | first = c) of
+        ``_pair_scan`` (-inf at c); returns that of cluster ``target``.
+
+        A share ``PARTNER_UNIFORM`` is uniform over the K - 1 others, the rest
+        proportional to the posterior odds of merging c and b
+        (``_merge_log_odds``): a cluster's own cut-offs are the partners whose
+        merge the posterior favours most. A merged state that is not
+        numerically valid gives b none of that share. Costs K - 1 merged states
+        (O(d^3) each for a full covariance)."""
+        cdef intp_t b, k, K = self.slots.n_active
+        cdef double score, high = -INFINITY, total = 0.0
+        cdef double uniform_share = PARTNER_UNIFORM / (K - 1)
+        for b in range(K):
+            k = self.slots.active[b]
+            score = self._merge_log_odds(c, k) if k != c else -INFINITY
+            self.log_prob[b] = score
+            high = max(high, score)
+        if high == -INFINITY:
+            uniform_share = 1.0 / (K - 1)
+        else:
+            for b in range(K):
+                total += exp(self.log_prob[b] - high)
+        for b in range(K):
+            if self.slots.active[b] == c:
+                self.log_prob[b] = -INFINITY
+            elif high == -INFINITY:
+                self.log_prob[b] = log(uniform_share)
+            else:
+                self.log_prob[b] = log((1.0 - PARTNER_UNIFORM)
+                                       * exp(self.log_prob[b] - high) / total
+                                       + uniform_share)
+        return self.log_prob[self.slots.active_pos[target]]
+
+    cdef bint _pair_scan(self) except -1 nogil:
+        """A restricted collapsed Gibbs scan of two clusters' rows; True if
+        accepted (module docstring, "Cut-offs").
+
+        Pick a cluster A uniformly among the K, and a partner B with
+        ``_partner_log_prob``. If S = A + B has at most ``PAIR_SCAN_ROWS``
+        rows and the posterior odds of their merge are at least
+        exp(``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), visit them all in a uniformly
+        random order, and draw each
+        visited row's label between A and B from its collapsed conditional,
+        w_A against w_B (w_j = n_j p(x | j's other rows)), except the last row
+        of either cluster, which stays. Each draw is a Gibbs step of p(c | X)
+        restricted to the two clusters, so it is reversible, and so is the
+        scan (its order is drawn uniformly, independently of the labels, and
+        a sequence and its reverse are equally likely); K and S stay. The
+        scan's kernel depends on the ordered pair (A, B) alone, and the pair's
+        pick on the state: the scan is a Metropolis-Hastings proposal
+        accepted with probability min(1, P(B | A) after / P(B | A) before),
+        and only if the odds of the merge after it pass the bound too (else
+        the scan back would not run: the bound on the odds makes the kernel
+        depend on the state, and a proposal across it is refused).
+
+        The states are updated as the rows move (each weighing and move
+        O(d^2) for a full covariance), as the singleton moves update them;
+        the next label step rebuilds them from the rows.
+        """
+        cdef intp_t K = self.slots.n_active, c_a, c_b, b, m, v, t, row
+        cdef intp_t src, dst, point, moved = 0
+        cdef const ConjugateFamily* table = &self.f
+        cdef double* s
+        cdef double* other
+        cdef double u, log_forward, own, log_other
+        cdef bint removed
+        if K < 2:
+            return False
+        c_a = self.slots.active[uniform_index(self.rng, K)]
+        self._partner_log_prob(c_a, c_a)
+        # the partner, by inversion (``log_prob`` sums to one)
+        u = uniform(self.rng)
+        c_b = -1
+        for b in range(K):
+            if self.log_prob[b] > -INFINITY:
+                c_b = self.slots.active[b]
+                u -= exp(self.log_prob[b])
+                if u < 0.0:
+                    break
+        if c_b < 0 or self._size(c_a) + self._size(c_b) > self.pair_scan_rows:
+            return False
+        if self._merge_log_odds(c_a, c_b) < self.min_merge_log_odds:
+            return False
+        log_forward = self.log_prob[self.slots.active_pos[c_b]]
+        m = self._launch_set(c_a, c_b, -1, -1)   # S, with side[k] = 1 for A's rows
+        memcpy(self.order, self.launch_rows, m * sizeof(intp_t))
+        shuffle(self.order, m, self.rng)
+        if self.remote is not None:
+            with gil:
+                table = self._scan_table(m)
+        memcpy(self.state_a, self._state(c_a), self.W * sizeof(double))
+        memcpy(self.state_b, self._state(c_b), self.W * sizeof(double))
+        for v in range(m):
+            row = self.order[v]
+            point = row if self.remote is None else self.scan_points[v]
+            src = self.labels[row]
+            dst = c_b if src == c_a else c_a
+            s = self._state(src)
+            other = self._state(dst)
+            if s[STATE_COUNT] < 2.0:
+                continue
+            log_other = other[self.f.log_weight] + family_log_kernel(table, other, point)
+            own = NAN
+            if table.own_log_weight != NULL:
+                own = table.own_log_weight(table.segments.context, s, point)
+            removed = own != own   # (NaN: weighed after its removal)
+            if removed:
+                if family_remove(table, s, point) < 0:
+                    moved = -1   # not numerically valid: the scan is undone
+                    break
+                own = s[self.f.log_weight] + family_log_kernel(table, s, point)
+            # to the other cluster with probability w_other / (w_own + w_other)
+            if uniform(self.rng) * (1.0 + exp(own - log_other)) < 1.0:
+                if not removed and family_remove(table, s, point) < 0:
+                    moved = -1
+                    break
+                family_add(table, other, point)
+                self.labels[row] = dst
+                moved += 1
+            elif removed:
+                family_add(table, s, point)
+        if (moved > 0 and log(uniform(self.rng))
+                < self._partner_log_prob(c_a, c_b) - log_forward
+                and self._merge_log_odds(c_a, c_b) >= self.min_merge_log_odds):
+            self._scans_accepted += 1
+            return True
+        # undone: the labels and states as they were
+        for t in range(m):
+            self.labels[self.launch_rows[t]] = c_a if self.side[t] else c_b
+        memcpy(self._state(c_a), self.state_a, self.W * sizeof(double))
+        memcpy(self._state(c_b), self.state_b, self.W * sizeof(double))
+        return False
+
+    cdef const ConjugateFamily* _scan_table(self, intp_t m) except NULL:
+        """Rows held elsewhere: read the rows a pair scan visits (``order[:m]``;
+        one round trip, for those not read yet); ``scan_points`` <- their
+        points in the family that reads them; returns its table."""
+        cdef intp_t v
+        rows = np.asarray(<intp_t[:m]> self.order).copy()
+        n_reads = len(self.reads)
+        self._fetch_rows(rows)
+        self._scan_reads += len(self.reads) > n_reads
+        ordered = np.sort(rows)
+        self.row_family, _, points = self._bound_rows(ordered)
+        points = np.asarray(points)[np.searchsorted(ordered, rows)]
+        for v in range(m):
+            self.scan_points[v] = points[v]
+        self.row_table = (<Family> self.row_family).c
+        return &self.row_table
 
     cdef intp_t _side_rows(self, intp_t first, intp_t second, intp_t m,
                            const char* bits, char value, char mask) noexcept nogil:

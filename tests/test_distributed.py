@@ -329,7 +329,8 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
     quiet = merges = launched = read_once = 0
     for _ in range(30):
         counts = chain.split_merge_counts
-        before = (len(reads), len(scans), chain._merges_rejected_early)
+        before = (len(reads), len(scans), chain._merges_rejected_early,
+                  chain._scan_reads)
         most_ahead = 2 * 5 + 10 * 5 + 5 * chain.n_clusters   # without samples
         chain.sweep()
         after = chain.split_merge_counts
@@ -354,11 +355,14 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
         # most, and those of the clusters of up to five rows, the small ones and
         # those a move out of leaves small), again after each
         # accepted move; a singleton the singleton moves make themselves is
-        # read when picked
+        # read when picked; and each pair scan reads its two clusters' rows
+        # not read yet
         ahead, *others = reads[before[0] :]
-        assert len(others) <= moved + 1
+        scan_reads = chain._scan_reads - before[3]
+        assert scan_reads <= 5
+        assert len(others) <= moved + 1 + scan_reads
         assert 0 < ahead and (ahead <= most_ahead or not remote_first)
-        read_once += not moved and not others
+        read_once += not moved and len(others) == scan_reads
     assert quiet >= 10 and merges >= 10 and launched >= 10
     assert read_once >= quiet // 2
     # the same draws as with the rows in process
