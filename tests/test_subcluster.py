@@ -460,9 +460,14 @@ def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
 
 @pytest.mark.parametrize(
     "name, data, alpha, psi",
-    [("full", "six", 1.0, 0.5), ("diag", "seven", 1.0, 0.5), ("full", "seven", 3.0, 0.2)],
+    [
+        ("full", "six", 1.0, 0.5),
+        ("diag", "seven", 1.0, 0.5),
+        ("full", "seven", 3.0, 0.2),
+    ],
 )
-def test_pair_scans_bounded_by_the_merge_odds_keep_the_posterior(name, data, alpha, psi):
+def test_pair_scans_bounded_by_the_merge_odds_keep_the_posterior(
+        name, data, alpha, psi):
     # a pair scan runs only where the posterior favours the pair's merge, and
     # its result must pass that bound too (else it is refused): with the
     # singleton moves, which reach every clustering, the chain must match the
