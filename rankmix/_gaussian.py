@@ -119,9 +119,10 @@ class DPGaussianClustering(BaseCollapsedDPMixture):
         to the points concerned, which are its only source of new clusters,
         and as many restricted collapsed Gibbs scans of two clusters' points
         (which dissolve pieces cut off a cluster). It is exact (see Notes),
-        and its draws do not depend on the number of threads. It also fits a ``dask.array.Array`` X on a ``dask.distributed``
-        cluster, the rows staying on the workers, with the draws of the same fit
-        in process (user guide, "Scaling out"). Its ``init="sequential"`` runs
+        and its draws do not depend on the number of threads. It also fits a
+        ``dask.array.Array`` X on a ``dask.distributed`` cluster, the rows
+        staying on the workers, with the draws of the same fit in process (user
+        guide, "Scaling out"). Its ``init="sequential"`` runs
         sequential prediction on a sample of at most 4,096 rows and then draws
         every row's label given the sample's clusters, in parallel.
     permutation_dp : {"beta", "exact"}, default="beta"
