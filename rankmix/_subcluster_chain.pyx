@@ -20,7 +20,7 @@ sub-cluster splits", for any family of the core that draws explicit parameters
    singletons that a sequential start or a split leaves, and move the rows of
    small clusters one at a time;
 6. runs ``n_split_merge`` pair scans (below), restricted collapsed Gibbs scans
-   of two clusters' rows, which dissolve larger cut-offs;
+   of a cluster's and another's rows, which dissolve larger cut-offs;
 7. draws alpha | K by Escobar & West's step when alpha has a prior.
 
 Steps 1 and 3 are where a sweep over sharded rows would send the parameters out
@@ -128,17 +128,20 @@ Cut-offs
 Larger pieces cut off a cluster (tens to hundreds of rows) stay for the same
 reasons, out of reach of the point moves: on Liang et al.'s d = 10 data with
 full covariances, clusters of 7 to 248 rows beside their own, 600 nats of log
-p(c, X) below the clustering without them. A pair scan (``_pair_scan``) picks
-a cluster A uniformly and a partner B, mostly by how much the data favour
-their merge (a cut-off's own cluster is the partner it favours most), and
-draws the label of each row of A + B in turn, in a random order, between A
-and B from its collapsed conditional, the last row of each staying: exact
-Gibbs steps of p(c | X) restricted to the two clusters, accepted with the
-ratio of the pair's pick after and before, since the pick depends on the
-state. A cut-off then shrinks or grows row by row, and once down to one row
-the singleton moves absorb it. Only pairs whose merge the posterior favours
-are scanned (``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), as a cut-off and its cluster
-are: the others' rows seldom move, and the pick alone costs K merged states.
+p(c, X) below the clustering without them. The pair scans of a sweep pick a
+cluster A uniformly, and each (``_pair_scan``) a partner B, mostly by how much
+the posterior favours their merge (a cut-off and its own cluster favour each
+other most), and draws the label of each row of A + B in turn, in a random
+order, between A and B from its collapsed conditional, the last row of each
+staying: exact Gibbs steps of p(c | X) restricted to the two clusters,
+accepted with the ratio of the partner's pick after and before, since the
+pick depends on the state. A cut-off then shrinks or grows row by row, and
+once down to one row the singleton moves absorb it. Only pairs whose merge
+the posterior favours are scanned (``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), as a
+cut-off and its cluster are: the others' rows seldom move. A's partners'
+odds cost K merged states (O(d^3) each for a full covariance, O(V) for
+counts over V words), once a sweep and again after each accepted scan, which
+is why the sweep's scans share one A.
 Pairs of more than ``PAIR_SCAN_ROWS`` rows are not scanned either, so that a
 scan's cost (O(|S| d^2) for a full covariance) and, with rows held
 elsewhere, its one read stay bounded.
@@ -1666,12 +1669,20 @@ cdef class SubclusterChain(CollapsedChain):
     # -- restricted collapsed Gibbs scans of two clusters ---------------------------
 
     cdef int _pair_scan_phase(self) except -1 nogil:
-        """``n_split_merge`` pair scans (``_pair_scan``).
+        """``n_split_merge`` pair scans (``_pair_scan``) of one cluster A,
+        drawn uniformly: a fixed number, and A independent of the state (K
+        stays), so that the phase is a product of kernels that each keep the
+        posterior. They share A's partners' odds, computed again only after a
+        scan that moved rows.
 
         ``members`` must hold the points of each slot."""
-        cdef intp_t t
+        cdef intp_t t, c_a
+        cdef bint fresh = False
+        if self.slots.n_active < 2:
+            return 0
+        c_a = self.slots.active[uniform_index(self.rng, self.slots.n_active)]
         for t in range(self.n_proposals):
-            if self._pair_scan():
+            if self._pair_scan(c_a, &fresh):
                 self._group_members()
         return 0
 
@@ -1731,12 +1742,14 @@ cdef class SubclusterChain(CollapsedChain):
                                        + uniform_share)
         return self.log_prob[self.slots.active_pos[target]]
 
-    cdef bint _pair_scan(self) except -1 nogil:
-        """A restricted collapsed Gibbs scan of two clusters' rows; True if
-        accepted (module docstring, "Cut-offs").
+    cdef bint _pair_scan(self, intp_t c_a, bint* fresh) except -1 nogil:
+        """A restricted collapsed Gibbs scan of the rows of cluster A = c_a and
+        of a partner's; True if accepted (module docstring, "Cut-offs").
+        ``fresh``: whether ``log_prob`` holds A's partners' probabilities in
+        the current state (updated here).
 
-        Pick a cluster A uniformly among the K, and a partner B with
-        ``_partner_log_prob``. If S = A + B has at most ``PAIR_SCAN_ROWS``
+        Pick a partner B with ``_partner_log_prob``. If S = A + B has at most
+        ``PAIR_SCAN_ROWS``
         rows and the posterior odds of their merge are at least
         exp(``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), visit them all in a uniformly
         random order, and draw each
@@ -1757,17 +1770,16 @@ cdef class SubclusterChain(CollapsedChain):
         O(d^2) for a full covariance), as the singleton moves update them;
         the next label step rebuilds them from the rows.
         """
-        cdef intp_t K = self.slots.n_active, c_a, c_b, b, m, v, t, row
+        cdef intp_t K = self.slots.n_active, c_b, b, m, v, t, row
         cdef intp_t src, dst, point, moved = 0
         cdef const ConjugateFamily* table = &self.f
         cdef double* s
         cdef double* other
-        cdef double u, log_forward, own, log_other
+        cdef double u, log_forward, log_back, own, log_other
         cdef bint removed
-        if K < 2:
-            return False
-        c_a = self.slots.active[uniform_index(self.rng, K)]
-        self._partner_log_prob(c_a, c_a)
+        if not fresh[0]:
+            self._partner_log_prob(c_a, c_a)
+            fresh[0] = True
         # the partner, by inversion (``log_prob`` sums to one)
         u = uniform(self.rng)
         c_b = -1
@@ -1819,11 +1831,13 @@ cdef class SubclusterChain(CollapsedChain):
                 moved += 1
             elif removed:
                 family_add(table, s, point)
-        if (moved > 0 and log(uniform(self.rng))
-                < self._partner_log_prob(c_a, c_b) - log_forward
-                and self._merge_log_odds(c_a, c_b) >= self.min_merge_log_odds):
-            self._scans_accepted += 1
-            return True
+        if moved > 0:
+            log_back = self._partner_log_prob(c_a, c_b)   # A's partners, after
+            if (log(uniform(self.rng)) < log_back - log_forward
+                    and self._merge_log_odds(c_a, c_b) >= self.min_merge_log_odds):
+                self._scans_accepted += 1
+                return True
+            fresh[0] = False   # (those of the state undone)
         # undone: the labels and states as they were
         for t in range(m):
             self.labels[self.launch_rows[t]] = c_a if self.side[t] else c_b

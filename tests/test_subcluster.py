@@ -404,27 +404,32 @@ def test_singleton_and_point_moves_alone_keep_the_posterior(name, data, alpha, p
 
 
 @pytest.mark.parametrize(
-    "name, data, alpha, psi, n_clusters",
+    "name, data, alpha, psi, n_clusters, n_scans",
     [
-        ("full", "six", 1.0, 0.5, 2),
-        ("diag", "seven", 1.0, 0.5, 3),
-        ("full", "seven", 0.3, 0.5, 3),
-        ("multinomial", "five", 1.0, None, 3),
+        ("full", "six", 1.0, 0.5, 2, 1),
+        ("diag", "seven", 1.0, 0.5, 3, 3),
+        ("full", "seven", 0.3, 0.5, 3, 1),
+        ("full", "seven", 0.3, 0.5, 3, 3),
+        ("multinomial", "five", 1.0, None, 3, 3),
     ],
 )
 def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
-        name, data, alpha, psi, n_clusters, monkeypatch):
+        name, data, alpha, psi, n_clusters, n_scans, monkeypatch):
     # the pair scans alone (_pair_scan: two clusters' rows drawn one at a time
     # between them, the last row of each staying) keep K and reach every
     # clustering of K clusters: the chain must match the enumerated posterior
     # given K, clustering by clustering. With three clusters the partner's
     # pick depends on the state, and the scan is accepted by the ratio of the
-    # picks. Mutation-checked: accepting every scan that moved rows (no ratio
-    # of the picks) is off by 0.03 to 0.06 on some clustering in the three
-    # cases of three clusters, and weighing a row's own cluster with the row
-    # in it by 0.03 to 0.06 in the Gaussian cases (total variation 0.08 to
-    # 0.12; the right chain's is at most 0.053, over 301 clusterings, and no
-    # clustering is off by more than 0.011). Every pair is scanned here, so
+    # picks; with n_scans 3 a sweep's scans share their first cluster and its
+    # partners' probabilities. Mutation-checked: accepting every scan that
+    # moved rows (no ratio of the picks) is off by 0.03 to 0.06 on some
+    # clustering in the cases of three clusters, weighing a row's own cluster
+    # with the row in it by 0.02 to 0.06 in the Gaussian cases (the right
+    # chain's total variation is at most 0.053, over 301 clusterings, and no
+    # clustering is off by more than 0.011). Not caught: a next scan that
+    # picks its partner from the probabilities of a state undone (on so few
+    # rows the probabilities change little from state to state). Every pair
+    # is scanned here, so
     # that the chain reaches every clustering (the bound on the merge's odds
     # has a test of its own, below).
     from tests import _dp_reference as dpref
@@ -436,7 +441,7 @@ def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
     given_k = {c: p for c, p in posterior.items() if len(set(c)) == n_clusters}
     total = sum(given_k.values())
     given_k = {c: p / total for c, p in given_k.items()}
-    chain = SubclusterChain(family, alpha, 1, None, 1, np.random.PCG64(5))
+    chain = SubclusterChain(family, alpha, n_scans, None, 1, np.random.PCG64(5))
     chain._singleton_moves_only = True   # (to reach K clusters)
     while chain.n_clusters != n_clusters:
         chain.sweep()
