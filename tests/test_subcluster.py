@@ -349,6 +349,28 @@ def _tiny_family_and_posterior(name, X, alpha, psi):
     return model.family(X), posterior
 
 
+def _clusterings(chain, n_sweeps):
+    """(n_sweeps, N): the chain's clustering after each of n_sweeps sweeps."""
+    draws = []
+    for _ in range(n_sweeps):
+        chain.sweep()
+        draws.append(chain.snapshot()[0])
+    return np.array(draws)
+
+
+def _pair_scan_chain(family, alpha, n_scans, n_clusters):
+    """A chain of ``n_scans`` pair scans a sweep alone (a test switch), from
+    the first clustering of ``n_clusters`` clusters its singleton moves reach
+    from one cluster."""
+    chain = SubclusterChain(family, alpha, n_scans, None, 1, np.random.PCG64(5))
+    chain._singleton_moves_only = True
+    while chain.n_clusters != n_clusters:
+        chain.sweep()
+    chain._singleton_moves_only = False
+    chain._pair_scans_only = True
+    return chain
+
+
 def _has_size(labels, size):
     """Whether the clustering ``labels`` has a cluster of ``size`` rows."""
     return size in np.bincount(labels)
@@ -383,11 +405,7 @@ def test_singleton_and_point_moves_alone_keep_the_posterior(name, data, alpha, p
     chain = SubclusterChain(family, alpha, 1, None, 2, np.random.PCG64(3))
     chain._singleton_moves_only = True
     chain.sweep(100)
-    draws = []
-    for _ in range(20000):
-        chain.sweep()
-        draws.append(chain.snapshot()[0])
-    draws = np.array(draws)
+    draws = _clusterings(chain, 20000)
     cocluster, k_dist = dpref.draw_statistics(draws)
     assert_allclose(cocluster, gref.coclustering_matrix(posterior), atol=0.02)
     assert_allclose(k_dist, gref.n_clusters_distribution(posterior), atol=0.02)
@@ -429,9 +447,8 @@ def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
     # clustering is off by more than 0.011). Not caught: a next scan that
     # picks its partner from the probabilities of a state undone (on so few
     # rows the probabilities change little from state to state). Every pair
-    # is scanned here, so
-    # that the chain reaches every clustering (the bound on the merge's odds
-    # has a test of its own, below).
+    # is scanned here, so that the chain reaches every clustering (the bound
+    # on the merge's odds has a test of its own, below).
     from tests import _dp_reference as dpref
     from tests.test_gaussian import TINY_X2
 
@@ -441,18 +458,9 @@ def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
     given_k = {c: p for c, p in posterior.items() if len(set(c)) == n_clusters}
     total = sum(given_k.values())
     given_k = {c: p / total for c, p in given_k.items()}
-    chain = SubclusterChain(family, alpha, n_scans, None, 1, np.random.PCG64(5))
-    chain._singleton_moves_only = True   # (to reach K clusters)
-    while chain.n_clusters != n_clusters:
-        chain.sweep()
-    chain._singleton_moves_only = False
-    chain._pair_scans_only = True
+    chain = _pair_scan_chain(family, alpha, n_scans, n_clusters)
     chain.sweep(100)
-    draws = []
-    for _ in range(20000):
-        chain.sweep()
-        draws.append(chain.snapshot()[0])
-    draws = np.array(draws)
+    draws = _clusterings(chain, 20000)
     assert np.all(draws.max(axis=1) + 1 == n_clusters)
     found = dpref.empirical_partition_distribution(draws)
     for c, p in given_k.items():
@@ -489,11 +497,7 @@ def test_pair_scans_bounded_by_the_merge_odds_keep_the_posterior(
     chain._singleton_moves_only = True
     chain._pair_scans_only = True
     chain.sweep(100)
-    draws = []
-    for _ in range(20000):
-        chain.sweep()
-        draws.append(chain.snapshot()[0])
-    found = dpref.empirical_partition_distribution(np.array(draws))
+    found = dpref.empirical_partition_distribution(_clusterings(chain, 20000))
     for c, p in posterior.items():
         assert abs(found.get(c, 0.0) - p) < 0.02, (c, found.get(c, 0.0), p)
     assert chain._scans_accepted > 500
@@ -508,17 +512,9 @@ def test_pair_scans_skip_pairs_of_more_rows_than_the_bound(monkeypatch):
     labels = {}
     for bound, expect_moves in ((1, False), (4096, True)):
         monkeypatch.setattr(_subcluster_chain, "PAIR_SCAN_ROWS", bound)
-        chain = SubclusterChain(family, 1.0, 1, None, 1, np.random.PCG64(5))
-        chain._singleton_moves_only = True
-        while chain.n_clusters != 2:
-            chain.sweep()
-        chain._singleton_moves_only = False
-        chain._pair_scans_only = True
+        chain = _pair_scan_chain(family, 1.0, 1, 2)
         start = chain.snapshot()[0]
-        changed = False
-        for _ in range(200):
-            chain.sweep()
-            changed |= not np.array_equal(chain.snapshot()[0], start)
+        changed = np.any(_clusterings(chain, 200) != start)
         assert changed == expect_moves
         assert (chain._scans_accepted > 0) == expect_moves
         labels[bound] = start
