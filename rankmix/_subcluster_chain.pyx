@@ -140,8 +140,8 @@ once down to one row the singleton moves absorb it. Only pairs whose merge
 the posterior favours are scanned (``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), as a
 cut-off and its cluster are: the others' rows seldom move. A's partners'
 odds cost K merged states (O(d^3) each for a full covariance, O(V) for
-counts over V words), once a sweep and again after each accepted scan, which
-is why the sweep's scans share one A.
+counts over V words), once a sweep and again after each scan that moves rows,
+which is why the sweep's scans share one A.
 Pairs of more than ``PAIR_SCAN_ROWS`` rows are not scanned either, so that a
 scan's cost (O(|S| d^2) for a full covariance) and, with rows held
 elsewhere, its one read stay bounded.
@@ -648,10 +648,14 @@ cdef class SubclusterChain(CollapsedChain):
     cdef public bint _pair_scans_only        # (tests) a sweep of pair scans alone
     cdef public intp_t _scans_accepted       # pair scans that moved rows and were kept
     cdef public intp_t _scan_reads           # rows held elsewhere: pair scans that read rows
+    # (tests) compute A's partners' probabilities afresh for every pair scan:
+    # the same draws as keeping them (``_pair_scan_phase``)
+    cdef public bint _partner_odds_every_scan
     cdef public intp_t _merges_rejected_early
     cdef public intp_t _most_read_ahead   # the most sample values one read held
     cdef double* params              # (capacity, P)
     cdef double* log_pi              # (capacity,) unnormalised log weights
+    cdef double* partner_kept        # (capacity,) a pair scan's partner probabilities
     cdef double* anchor_priority     # (capacity,)
     cdef intp_t* anchor_row          # (capacity,)
     cdef double* row_uniforms        # (N, 2) priorities and label draws (find_anchors)
@@ -753,7 +757,7 @@ cdef class SubclusterChain(CollapsedChain):
                          None if remote is None else remote.prior_predictive())
 
     def __dealloc__(self):
-        free(self.params); free(self.log_pi)
+        free(self.params); free(self.log_pi); free(self.partner_kept)
         free(self.anchor_priority); free(self.anchor_row)
         free(self.row_uniforms)
         free(self.scratch); free(self.moments_scratch)
@@ -769,6 +773,7 @@ cdef class SubclusterChain(CollapsedChain):
             return 0
         self.params = <double*> grow_array(self.params, capacity * self.P * sizeof(double))
         self.log_pi = <double*> grow_array(self.log_pi, capacity * sizeof(double))
+        self.partner_kept = <double*> grow_array(self.partner_kept, capacity * sizeof(double))
         self.anchor_priority = <double*> grow_array(
             self.anchor_priority, capacity * sizeof(double))
         self.anchor_row = <intp_t*> grow_array(self.anchor_row, capacity * sizeof(intp_t))
@@ -1672,17 +1677,19 @@ cdef class SubclusterChain(CollapsedChain):
         """``n_split_merge`` pair scans (``_pair_scan``) of one cluster A,
         drawn uniformly: a fixed number, and A independent of the state (K
         stays), so that the phase is a product of kernels that each keep the
-        posterior. They share A's partners' odds, computed again only after a
-        scan that moved rows.
+        posterior. They share A's partners' probabilities (``log_prob``),
+        computed once and again only after a scan that moved rows.
 
         ``members`` must hold the points of each slot."""
         cdef intp_t t, c_a
-        cdef bint fresh = False
         if self.slots.n_active < 2:
             return 0
         c_a = self.slots.active[uniform_index(self.rng, self.slots.n_active)]
+        self._partner_log_prob(c_a, c_a)
         for t in range(self.n_proposals):
-            if self._pair_scan(c_a, &fresh):
+            if self._partner_odds_every_scan:
+                self._partner_log_prob(c_a, c_a)
+            if self._pair_scan(c_a):
                 self._group_members()
         return 0
 
@@ -1699,12 +1706,13 @@ cdef class SubclusterChain(CollapsedChain):
     cdef double _merge_log_odds(self, intp_t c, intp_t k) noexcept nogil:
         """log p(c and k merged | X) / p(c | X): the posterior's odds of the
         clustering with clusters c and k merged (-inf where their merged state
-        is not numerically valid). O(d^3) for a full covariance."""
+        is not numerically valid, or the odds are not finite). O(d^3) for a
+        full covariance."""
         cdef double log_odds = -INFINITY
         if self._scan_merged_state(c, k) >= 0:
             log_odds = (family_log_marginal(&self.f, self.state_m)
                         - self._pair_log_ratio(self._state(c), self._state(k)))
-            if not log_odds > -INFINITY:   # (NaN)
+            if not -INFINITY < log_odds < INFINITY:   # (NaN, or infinite)
                 log_odds = -INFINITY
         return log_odds
 
@@ -1742,11 +1750,11 @@ cdef class SubclusterChain(CollapsedChain):
                                        + uniform_share)
         return self.log_prob[self.slots.active_pos[target]]
 
-    cdef bint _pair_scan(self, intp_t c_a, bint* fresh) except -1 nogil:
+    cdef bint _pair_scan(self, intp_t c_a) except -1 nogil:
         """A restricted collapsed Gibbs scan of the rows of cluster A = c_a and
         of a partner's; True if accepted (module docstring, "Cut-offs").
-        ``fresh``: whether ``log_prob`` holds A's partners' probabilities in
-        the current state (updated here).
+        ``log_prob`` must hold A's partners' probabilities
+        (``_partner_log_prob``), and holds them in the state it leaves.
 
         Pick a partner B with ``_partner_log_prob``. If S = A + B has at most
         ``PAIR_SCAN_ROWS``
@@ -1777,9 +1785,6 @@ cdef class SubclusterChain(CollapsedChain):
         cdef double* other
         cdef double u, log_forward, log_back, own, log_other
         cdef bint removed
-        if not fresh[0]:
-            self._partner_log_prob(c_a, c_a)
-            fresh[0] = True
         # the partner, by inversion (``log_prob`` sums to one)
         u = uniform(self.rng)
         c_b = -1
@@ -1832,12 +1837,14 @@ cdef class SubclusterChain(CollapsedChain):
             elif removed:
                 family_add(table, s, point)
         if moved > 0:
-            log_back = self._partner_log_prob(c_a, c_b)   # A's partners, after
+            # A's partners after the scan; those before kept for an undo
+            memcpy(self.partner_kept, self.log_prob, K * sizeof(double))
+            log_back = self._partner_log_prob(c_a, c_b)
             if (log(uniform(self.rng)) < log_back - log_forward
                     and self._merge_log_odds(c_a, c_b) >= self.min_merge_log_odds):
                 self._scans_accepted += 1
                 return True
-            fresh[0] = False   # (those of the state undone)
+            memcpy(self.log_prob, self.partner_kept, K * sizeof(double))
         # undone: the labels and states as they were
         for t in range(m):
             self.labels[self.launch_rows[t]] = c_a if self.side[t] else c_b

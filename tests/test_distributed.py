@@ -365,6 +365,7 @@ def test_proposals_fetch_rows_once_a_sweep_until_a_move_is_accepted(
         read_once += not moved and len(others) == scan_reads
     assert quiet >= 10 and merges >= 10 and launched >= 10
     assert read_once >= quiet // 2
+    assert chain._scans_accepted > 0
     # the same draws as with the rows in process
     local.sweep(30)
     assert_array_equal(local.snapshot()[0], chain.snapshot()[0])

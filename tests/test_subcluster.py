@@ -505,12 +505,14 @@ def test_pair_scans_bounded_by_the_merge_odds_keep_the_posterior(
 
 def test_pair_scans_skip_pairs_of_more_rows_than_the_bound(monkeypatch):
     # two clusters of more than PAIR_SCAN_ROWS rows together are not scanned:
-    # a chain of pair scans alone then keeps its clustering
+    # a chain of pair scans alone then keeps its clustering (two clusters of
+    # six rows: scanned with a bound of 6, not with 5)
     from tests.test_gaussian import TINY_X2
 
+    monkeypatch.setattr(_subcluster_chain, "PAIR_SCAN_MIN_MERGE_LOG_ODDS", -np.inf)
     family, _ = _tiny_family_and_posterior("full", TINY_X2, 1.0, 0.5)
     labels = {}
-    for bound, expect_moves in ((1, False), (4096, True)):
+    for bound, expect_moves in ((5, False), (6, True)):
         monkeypatch.setattr(_subcluster_chain, "PAIR_SCAN_ROWS", bound)
         chain = _pair_scan_chain(family, 1.0, 1, 2)
         start = chain.snapshot()[0]
@@ -518,7 +520,35 @@ def test_pair_scans_skip_pairs_of_more_rows_than_the_bound(monkeypatch):
         assert changed == expect_moves
         assert (chain._scans_accepted > 0) == expect_moves
         labels[bound] = start
-    assert_array_equal(labels[1], labels[4096])   # the same start
+    assert_array_equal(labels[5], labels[6])   # the same start
+
+
+@pytest.mark.parametrize("name", ["full", "multinomial"])
+def test_pair_scans_share_their_partners_probabilities_exactly(name):
+    # a sweep's pair scans share A's partners' probabilities, computed again
+    # only after a scan that moved rows, and put back when that scan is
+    # undone: the same draws, to the bit, as computing them for every scan.
+    # Mutation-checked: not putting them back after an undone scan changes
+    # the draws.
+    X, _ = _blobs(400, 2, 5, seed=3)
+    runs = []
+    for every in (False, True):
+        if name == "multinomial":
+            counts = sparse.csr_matrix(np.random.default_rng(4).poisson(
+                np.repeat([[4, 1, 1, 1, 1, 4], [1, 4, 4, 1, 1, 1]], 150, axis=0)))
+            family = DirichletMultinomial(
+                np.full(6, 0.5), counts.sum(0).A1.max() + 5, counts.sum() + 5
+            ).family(counts)
+        else:
+            from tests.test_gaussian import prior_args
+
+            family = NIWModel(*prior_args("full", 2), True, len(X)).family(X)
+        chain = SubclusterChain(family, 1.0, 5, None, 1, np.random.PCG64(2))
+        chain._partner_odds_every_scan = every
+        runs.append((_clusterings(chain, 40), chain.log_joint, chain._scans_accepted))
+    assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1:] == runs[1][1:]
+    assert runs[0][2] > 5
 
 
 def test_a_merge_rejected_before_its_launch_changes_no_other_draw():
