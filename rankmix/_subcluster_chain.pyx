@@ -141,10 +141,10 @@ the posterior favours are scanned (``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), as a
 cut-off and its cluster are: the others' rows seldom move. A's partners'
 odds cost K merged states (O(d^3) each for a full covariance, O(V) for
 counts over V words), once a sweep and again after each scan that moves rows,
-which is why the sweep's scans share one A.
-Pairs of more than ``PAIR_SCAN_ROWS`` rows are not scanned either, so that a
-scan's cost (O(|S| d^2) for a full covariance) and, with rows held
-elsewhere, its one read stay bounded.
+which is why the sweep's scans share one A. Pairs of more than
+``PAIR_SCAN_ROWS`` rows are not scanned either, so that a scan's cost
+(O(|S| d^2) for a full covariance) and, with rows held elsewhere, its one
+read stay bounded.
 
 Rows in blocks, in-process or on Dask workers
 ---------------------------------------------
@@ -1757,13 +1757,11 @@ cdef class SubclusterChain(CollapsedChain):
         (``_partner_log_prob``), and holds them in the state it leaves.
 
         Pick a partner B with ``_partner_log_prob``. If S = A + B has at most
-        ``PAIR_SCAN_ROWS``
-        rows and the posterior odds of their merge are at least
-        exp(``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), visit them all in a uniformly
-        random order, and draw each
-        visited row's label between A and B from its collapsed conditional,
-        w_A against w_B (w_j = n_j p(x | j's other rows)), except the last row
-        of either cluster, which stays. Each draw is a Gibbs step of p(c | X)
+        ``PAIR_SCAN_ROWS`` rows and the posterior odds of their merge are at
+        least exp(``PAIR_SCAN_MIN_MERGE_LOG_ODDS``), visit them all in a
+        uniformly random order, and draw each visited row's label between A
+        and B from its collapsed conditional, w_A against w_B (w_j = n_j p(x |
+        j's other rows)), except the last row of either cluster, which stays. Each draw is a Gibbs step of p(c | X)
         restricted to the two clusters, so it is reversible, and so is the
         scan (its order is drawn uniformly, independently of the labels, and
         a sequence and its reverse are equally likely); K and S stay. The

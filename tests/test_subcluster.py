@@ -444,11 +444,11 @@ def test_pair_scans_alone_keep_the_posterior_given_the_number_of_clusters(
     # clustering in the cases of three clusters, weighing a row's own cluster
     # with the row in it by 0.02 to 0.06 in the Gaussian cases (the right
     # chain's total variation is at most 0.053, over 301 clusterings, and no
-    # clustering is off by more than 0.011). Not caught: a next scan that
-    # picks its partner from the probabilities of a state undone (on so few
-    # rows the probabilities change little from state to state). Every pair
-    # is scanned here, so that the chain reaches every clustering (the bound
-    # on the merge's odds has a test of its own, below).
+    # clustering is off by more than 0.011). Not caught here: a next scan
+    # that picks its partner from the probabilities of a state undone (on so
+    # few rows they change little from state to state; a test below catches
+    # it). Every pair is scanned here, so that the chain reaches every
+    # clustering (the bound on the merge's odds has a test of its own, below).
     from tests import _dp_reference as dpref
     from tests.test_gaussian import TINY_X2
 
@@ -506,7 +506,7 @@ def test_pair_scans_bounded_by_the_merge_odds_keep_the_posterior(
 def test_pair_scans_skip_pairs_of_more_rows_than_the_bound(monkeypatch):
     # two clusters of more than PAIR_SCAN_ROWS rows together are not scanned:
     # a chain of pair scans alone then keeps its clustering (two clusters of
-    # six rows: scanned with a bound of 6, not with 5)
+    # six rows together: scanned with a bound of 6, not with 5)
     from tests.test_gaussian import TINY_X2
 
     monkeypatch.setattr(_subcluster_chain, "PAIR_SCAN_MIN_MERGE_LOG_ODDS", -np.inf)
