@@ -1421,8 +1421,14 @@ cdef class SubclusterChain(CollapsedChain):
         merges end before their launch); -1 where it does not, or the state is
         not numerically valid: then it comes from S's rows in block order, as
         every state (``_launch_merge``). Either way the same wherever the rows are.
+
+        The larger cluster's state comes first (by the states' counts, which a
+        pair scan keeps while it moves rows without regrouping ``members``; on
+        a tie the lower slot), so that a pair's merged state is the same
+        whichever of the two is named first.
         """
-        cdef bint a_first = self._size(c_a) >= self._size(c_b)
+        cdef double n_a = self._state(c_a)[STATE_COUNT], n_b = self._state(c_b)[STATE_COUNT]
+        cdef bint a_first = n_a > n_b or (n_a == n_b and c_a < c_b)
         return family_merged_state(&self.f, self._state(c_a if a_first else c_b),
                                    self._state(c_b if a_first else c_a),
                                    self.merge_moments, self.state_m)
@@ -1693,23 +1699,13 @@ cdef class SubclusterChain(CollapsedChain):
                 self._group_members()
         return 0
 
-    cdef int _scan_merged_state(self, intp_t c_a, intp_t c_b) noexcept nogil:
-        """``_merged_state`` by the states' counts (a scan does not regroup
-        ``members``): the larger first, on a tie the lower slot, so that a
-        pair's merged state is the same whichever of the two is named first."""
-        cdef double n_a = self._state(c_a)[STATE_COUNT], n_b = self._state(c_b)[STATE_COUNT]
-        cdef bint a_first = n_a > n_b or (n_a == n_b and c_a < c_b)
-        return family_merged_state(&self.f, self._state(c_a if a_first else c_b),
-                                   self._state(c_b if a_first else c_a),
-                                   self.merge_moments, self.state_m)
-
     cdef double _merge_log_odds(self, intp_t c, intp_t k) noexcept nogil:
         """log p(c and k merged | X) / p(c | X): the posterior's odds of the
         clustering with clusters c and k merged (-inf where their merged state
         is not numerically valid, or the odds are not finite). O(d^3) for a
         full covariance."""
         cdef double log_odds = -INFINITY
-        if self._scan_merged_state(c, k) >= 0:
+        if self._merged_state(c, k) >= 0:
             log_odds = (family_log_marginal(&self.f, self.state_m)
                         - self._pair_log_ratio(self._state(c), self._state(k)))
             if not -INFINITY < log_odds < INFINITY:   # (NaN, or infinite)
